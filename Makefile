@@ -1,0 +1,54 @@
+# Connect-Zero Pipeline: set-up, run and test.
+#
+#   make run    create or reuse .venv, install, run the main job (kedro run)
+#   make test   same set-up, then ruff and pytest
+#
+# torch is installed first: the CPU wheel on machines without an NVIDIA GPU
+# (a few hundred MB instead of several GB of CUDA libraries). Override with
+#   make run TORCH_INDEX=https://pypi.org/simple
+PYTHON      ?= python3
+VENV        ?= .venv
+TORCH_VERSION ?= 2.13.0
+HAS_GPU     := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
+TORCH_INDEX ?= $(if $(HAS_GPU),https://pypi.org/simple,https://download.pytorch.org/whl/cpu)
+PIP         := $(VENV)/bin/python -m pip
+BIN         := $(VENV)/bin
+EXTRAS      ?= dev,ray
+export DO_NOT_TRACK := 1
+export KEDRO_DISABLE_TELEMETRY := 1
+
+.PHONY: setup run test lint format bench viz clean-venv
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@# A torch wheel already on the machine (pip find-links) needs no download.
+	$(PIP) install --quiet --no-deps --no-index torch==$(TORCH_VERSION) 2>/dev/null \
+	  || $(PIP) install --quiet --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
+	$(PIP) install --quiet -e ".[$(EXTRAS)]"
+	touch $@
+
+run: setup
+	$(BIN)/kedro run
+
+test: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check src tests
+
+format: setup
+	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests
+
+bench: setup
+	$(BIN)/python -m connect_zero_pipeline bench all
+
+viz: setup
+	$(BIN)/kedro viz run --no-browser
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,44 @@
+"""Entry point: ``python -m connect_zero_pipeline [solve|bench|play] ...``.
+
+Without one of the project commands below, the arguments go to Kedro's run
+command, as in every Kedro project (``python -m connect_zero_pipeline`` is
+``kedro run``).
+
+- ``solve [--weak] [--analyze]``: perfect solver on move strings from stdin.
+- ``bench NAME``: benchmarks, one JSON line per figure.
+- ``play [--web] [--model PATH] [--sims N]``: play the trained agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+COMMANDS = {
+    "solve": "connect_zero_pipeline.commands.solve",
+    "bench": "connect_zero_pipeline.bench",
+    "play": "connect_zero_pipeline.commands.play",
+}
+
+
+def main(*args, **kwargs) -> Any:
+    argv = list(args[0]) if args else sys.argv[1:]
+    if argv and argv[0] in COMMANDS:
+        module = importlib.import_module(COMMANDS[argv[0]])
+        return sys.exit(module.main(argv[1:]))
+
+    from kedro.framework.cli.utils import find_run_command
+    from kedro.framework.project import configure_project
+
+    package_name = Path(__file__).parent.name
+    configure_project(package_name)
+    interactive = hasattr(sys, "ps1")
+    kwargs["standalone_mode"] = not interactive
+    run = find_run_command(package_name)
+    return run(*args, **kwargs)
+
+
+if __name__ == "__main__":
+    main()

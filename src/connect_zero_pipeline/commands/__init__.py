@@ -1,0 +1,1 @@
+"""Command-line tools behind ``python -m connect_zero_pipeline <command>``."""
