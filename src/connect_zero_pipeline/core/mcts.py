@@ -1,0 +1,492 @@
+"""Batched AlphaZero MCTS: every game of a batch searches at once, in lock-step.
+
+The tree lives in preallocated tensors, mctx-style: per game ``S = N + 3``
+slots, where ``N = sims + 1`` real nodes (the root is ``ROOT_INDEX = 0`` and
+simulation ``i`` creates node ``i``) are followed by three sentinel slots::
+
+    slot  0 .. N-1   real nodes
+    slot  N          UNVISITED: every unexpanded legal edge points here; its
+                     stats stay 0, so an unvisited child reads N = 0, Q = 0
+    slot  N + 1      ILLEGAL: full columns point here; its value sum is -inf,
+                     so the PUCT score of an illegal move is -inf (never chosen)
+    slot  N + 2      TRASH: the root's parent and the children of a finished
+                     root; backups that run past the root land here
+
+Per-node arrays are ``[B, S]`` (visits, value sums, parents, incoming actions,
+bitboards ``position``/``mask``, ``expandable`` flag, ``raw_value``) and
+per-edge arrays are ``[B, S, 7]`` (children, priors). Children and parents
+hold *flat* indices ``b * S + slot`` so that every lookup is one gather on a
+flattened tensor, with no per-game offset arithmetic in the hot loop.
+
+Value conventions (negamax): ``raw_value`` is the network's (or the exact
+terminal) value from the view of the node's side to move; ``value_sum`` is
+from the view of the player who moved *into* the node, so the PUCT ``Q`` of
+edge ``(s, a)`` is simply ``value_sum[child] / visits[child]``. Backups flip
+the sign once per level.
+
+One simulation, for all games together: descend with PUCT until the chosen
+edge is unexpanded or leads to a terminal node (a per-game "still
+descending" flag; at most 42 levels) -> one network call on the new
+non-terminal leaves only -> expand -> back up. Terminal leaves get their exact
+value (win/loss -1 for the side to move, draw 0) and no network call.
+
+Finished games may share a batch with live ones: their search is a no-op and
+returns zero visits and a zero root value. Mixed plies are fine.
+
+Shapes: B games, S slots per tree, A = 7 actions, K gamma candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+from .bitboard import (
+    BOARD_MASK,
+    NUM_CELLS,
+    WIDTH,
+    State,
+    alignment,
+    bitboards_to_board,
+    bottom_mask_col,
+    has_won,
+    legal_mask,
+    play,
+    to_boards,
+    top_mask_col,
+)
+from .players import sample_move
+
+EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+ROOT_INDEX = 0
+# Sentinel slots, as offsets from N (the number of real nodes); see the module docstring.
+UNVISITED_OFFSET, ILLEGAL_OFFSET, TRASH_OFFSET = 0, 1, 2
+NUM_SENTINELS = 3
+_GAMMA_CANDIDATES = 6  # K: Marsaglia-Tsang draws per gamma variate (acceptance > 95% each)
+
+
+@dataclass(frozen=True)
+class MCTSConfig:
+    """Search hyperparameters. Validated on construction (``ValueError`` naming the field)."""
+
+    sims: int = 32
+    """Simulations per search (>= 1); each creates at most one node."""
+    c_puct: float = 1.5
+    """Exploration constant in ``Q + c_puct * P * sqrt(N_parent) / (1 + N_child)`` (> 0)."""
+    dirichlet_alpha: float = 1.0
+    """Concentration of the root Dirichlet noise over the legal moves (> 0)."""
+    dirichlet_eps: float = 0.0
+    """Weight of the root noise: ``P = (1 - eps) * P + eps * Dir(alpha)``; 0 (default) = off."""
+
+    def __post_init__(self):
+        if isinstance(self.sims, bool) or not isinstance(self.sims, int) or self.sims < 1:
+            raise ValueError(f"MCTSConfig.sims must be an integer >= 1, got {self.sims!r}")
+        if not (isinstance(self.c_puct, (int, float)) and self.c_puct > 0):
+            raise ValueError(f"MCTSConfig.c_puct must be a number > 0, got {self.c_puct!r}")
+        a = self.dirichlet_alpha
+        if not (isinstance(a, (int, float)) and a > 0 and math.isfinite(a)):
+            raise ValueError(f"MCTSConfig.dirichlet_alpha must be a number > 0, got {a!r}")
+        e = self.dirichlet_eps
+        if not (isinstance(e, (int, float)) and 0 <= e <= 1):
+            raise ValueError(f"MCTSConfig.dirichlet_eps must be in [0, 1], got {e!r}")
+
+
+class Tree(NamedTuple):
+    """Search tree storage (see the module docstring). ``[B, S]`` / ``[B, S, 7]`` tensors."""
+
+    visits: torch.Tensor  # [B, S] float32
+    value_sum: torch.Tensor  # [B, S] float32, view of the player who moved into the node
+    parent: torch.Tensor  # [B, S] int64 flat index
+    action: torch.Tensor  # [B, S] int64 move from the parent (-1 for the root)
+    children: torch.Tensor  # [B, S, 7] int64 flat index
+    prior: torch.Tensor  # [B, S, 7] float32
+    position: torch.Tensor  # [B, S] int64
+    mask: torch.Tensor  # [B, S] int64
+    expandable: torch.Tensor  # [B, S] bool: a real, non-terminal, expanded node
+    raw_value: torch.Tensor  # [B, S] float32, view of the node's side to move
+    num_nodes: int  # N = sims + 1 real nodes; S = N + 3
+
+    def local(self, flat: torch.Tensor) -> torch.Tensor:
+        """Flat indices -> per-game slot indices (``UNVISITED`` etc. are ``>= num_nodes``)."""
+        return flat % (self.num_nodes + NUM_SENTINELS)
+
+
+class SearchResult(NamedTuple):
+    visit_counts: torch.Tensor  # [B, 7] int32, root children visits (sum = sims; 0 if finished)
+    root_value: torch.Tensor  # [B] float32, mean root value, side to move's view (0 if finished)
+    tree: Tree
+
+
+# ---------------------------------------------------------------------------
+# Randomness: Dirichlet noise from explicit uniforms (works with any RNG stream)
+# ---------------------------------------------------------------------------
+
+
+def dirichlet_uniform_shape(batch: int) -> tuple[int, ...]:
+    """Shape of the uniforms :func:`dirichlet_from_uniforms` consumes: ``[B, 7, K + 1, 3]``."""
+    return (batch, WIDTH, _GAMMA_CANDIDATES + 1, 3)
+
+
+def dirichlet_from_uniforms(legal: torch.Tensor, alpha: float, u: torch.Tensor) -> torch.Tensor:
+    """Symmetric ``Dir(alpha)`` over the legal columns, from uniforms in ``(0, 1)``.
+
+    Gamma variates by Marsaglia-Tsang with ``K`` candidates drawn at once (the
+    first accepted one is kept; if all ``K`` are rejected, probability below
+    1e-7, the candidate mean ``d`` is used), boosted by ``U^(1/alpha)`` for
+    ``alpha < 1``. Taking uniforms instead of a generator lets callers use any
+    stream, e.g. one per game (see :mod:`.selfplay`).
+
+    Args:
+        legal: ``[B, 7] bool``.
+        alpha: concentration > 0.
+        u: ``[B, 7, K + 1, 3]`` float uniforms in (0, 1), see :func:`dirichlet_uniform_shape`.
+
+    Returns:
+        ``[B, 7] float32``, summing to 1 over legal columns (rows without one are 0).
+    """
+    a = alpha if alpha >= 1 else alpha + 1.0
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    cand, extra = u[:, :, :-1], u[:, :, -1, 0]  # (B, 7, K, 3), (B, 7)
+    x = torch.sqrt(-2.0 * torch.log(cand[..., 0])) * torch.cos(2.0 * math.pi * cand[..., 1])
+    v = (1.0 + c * x) ** 3  # (B, 7, K)
+    ok = (v > 0) & (
+        torch.log(cand[..., 2]) < 0.5 * x * x + d - d * v + d * torch.log(v.clamp(1e-30))
+    )
+    first = ok.to(torch.int8).argmax(-1, keepdim=True)  # (B, 7, 1)
+    g = (d * v).gather(-1, first).squeeze(-1)  # (B, 7)
+    g = torch.where(ok.any(-1), g, torch.full_like(g, d))
+    if alpha < 1:
+        g = g * extra ** (1.0 / alpha)
+    g = g * legal
+    return g / g.sum(1, keepdim=True).clamp_min(1e-30)
+
+
+def sample_dirichlet(legal: torch.Tensor, alpha: float, generator: torch.Generator | None):
+    """``[B, 7] float32`` ``Dir(alpha)`` over legal columns, drawn from a ``torch.Generator``."""
+    shape = dirichlet_uniform_shape(legal.shape[0])
+    u = torch.rand(shape, generator=generator, device=legal.device).clamp_(1e-12, 1.0)
+    return dirichlet_from_uniforms(legal, alpha, u)
+
+
+# ---------------------------------------------------------------------------
+# Batched search
+# ---------------------------------------------------------------------------
+
+
+def model_evaluate_fn(model: torch.nn.Module, device: torch.device | str | None = None):
+    """Wrap a model as an ``evaluate_fn``: ``eval()`` mode, ``inference_mode``, float32 out.
+
+    ``boards`` are moved to ``device`` (default: the model's parameters' device).
+    """
+    if device is None:
+        device = next(model.parameters()).device
+    model.eval()
+
+    def evaluate_fn(boards: torch.Tensor):
+        with torch.inference_mode():
+            logits, value = model(boards.to(device))
+        return logits.float(), value.float()
+
+    return evaluate_fn
+
+
+def _masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(logits.float().masked_fill(~legal, float("-inf")), dim=1)
+
+
+def _evaluate(evaluate_fn: EvaluateFn, position, mask, idx: torch.Tensor, legal: torch.Tensor):
+    """Network priors ``[M, 7]`` and values ``[M]`` for the rows ``idx`` ``[M]`` of a batch."""
+    boards = to_boards(State(position[idx], mask[idx], mask[idx]))  # (M, 6, 7)
+    logits, value = evaluate_fn(boards)
+    if logits.shape != (idx.numel(), WIDTH) or value.shape != (idx.numel(),):
+        raise ValueError(
+            f"evaluate_fn must return logits [M, 7] and value [M] for M={idx.numel()} boards, "
+            f"got {tuple(logits.shape)} and {tuple(value.shape)}"
+        )
+    return _masked_softmax(logits, legal[idx]), value.float()
+
+
+def search(
+    state: State,
+    evaluate_fn: EvaluateFn,
+    config: MCTSConfig | None = None,
+    generator: torch.Generator | None = None,
+    root_noise: torch.Tensor | None = None,
+) -> SearchResult:
+    """Run ``config.sims`` simulations of PUCT MCTS from every position of ``state``.
+
+    Args:
+        state: ``[B]`` positions on one device; finished games are allowed (no-op).
+        evaluate_fn: ``boards int8 [M, 6, 7] -> (logits [M, 7], value [M])``,
+            the value from the view of each board's side to move.
+        config: :class:`MCTSConfig` (default: 32 sims, no noise).
+        generator: draws the root Dirichlet noise when ``dirichlet_eps > 0``
+            and ``root_noise`` is not given.
+        root_noise: optional ``[B, 7] float32`` noise distributions (e.g. from
+            per-game streams), mixed in with weight ``dirichlet_eps``.
+
+    Returns:
+        :class:`SearchResult`: root ``visit_counts [B, 7] int32`` summing to
+        ``sims`` for live games, ``root_value [B] float32`` (mean over the
+        root's ``sims + 1`` visits, side to move's view), and the tree.
+    """
+    cfg = config or MCTSConfig()
+    dev = state.device
+    B, N = state.batch_size, cfg.sims + 1
+    S = N + NUM_SENTINELS
+    base = torch.arange(B, device=dev) * S  # (B,) flat index of each game's root
+    unvisited, illegal, trash = (
+        base + N + UNVISITED_OFFSET,
+        base + N + ILLEGAL_OFFSET,
+        base + N + TRASH_OFFSET,
+    )
+
+    # stats[..., 0] = visits, stats[..., 1] = value sum: one gather/scatter serves both.
+    stats = torch.zeros(B, S, 2, device=dev)
+    stats[:, N + ILLEGAL_OFFSET, 1] = float("-inf")
+    parent = trash.unsqueeze(1).repeat(1, S)  # (B, S)
+    action = torch.full((B, S), -1, dtype=torch.int64, device=dev)
+    children = trash.view(B, 1, 1).repeat(1, S, WIDTH)  # (B, S, 7)
+    prior = torch.zeros(B, S, WIDTH, device=dev)
+    position = torch.zeros(B, S, dtype=torch.int64, device=dev)
+    mask = torch.zeros(B, S, dtype=torch.int64, device=dev)
+    expandable = torch.zeros(B, S, dtype=torch.bool, device=dev)
+    raw_value = torch.zeros(B, S, device=dev)
+    stats_f, children_f, prior_f = (
+        stats.view(B * S, 2),
+        children.view(B * S, WIDTH),
+        prior.view(B * S, WIDTH),
+    )
+    parent_f, expandable_f, raw_value_f = parent.view(-1), expandable.view(-1), raw_value.view(-1)
+
+    # Root: evaluate live games, add noise, expand. A finished root keeps TRASH children.
+    position[:, ROOT_INDEX], mask[:, ROOT_INDEX] = state.position, state.mask
+    finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
+    live = ~finished
+    legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
+    idx = live.nonzero().squeeze(1)  # (M,)
+    root_prior = torch.zeros(B, WIDTH, device=dev)
+    if idx.numel():
+        p, v = _evaluate(evaluate_fn, state.position, state.mask, idx, legal)
+        root_prior[idx], raw_value[idx, ROOT_INDEX] = p, v
+    if cfg.dirichlet_eps > 0:
+        noise = (
+            root_noise
+            if root_noise is not None
+            else sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
+        )
+        if noise.shape != (B, WIDTH):
+            raise ValueError(f"root_noise must be [B, 7] = [{B}, 7], got {tuple(noise.shape)}")
+        root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * noise.to(
+            root_prior
+        ) * legal
+    prior[:, ROOT_INDEX] = root_prior
+    children[:, ROOT_INDEX] = torch.where(
+        legal, unvisited.unsqueeze(1), torch.where(live, illegal, trash).unsqueeze(1)
+    )
+    expandable[:, ROOT_INDEX] = live
+    stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
+    stats[:, ROOT_INDEX, 1] = -raw_value[:, ROOT_INDEX]
+    zeros = torch.zeros(B, dtype=torch.int64, device=dev)
+    ones = torch.ones(B, device=dev)
+
+    for sim in range(1, N):
+        # 1. Selection: all games descend together; a game stops (and then
+        #    recomputes the same edge each level) once its edge is unexpanded
+        #    or leads to a terminal node.
+        cur = base
+        levels = 0  # depth of `cur` when every game has stopped
+        while True:
+            ch = children_f[cur]  # (B, 7) flat child indices
+            st = stats_f[ch]  # (B, 7, 2)
+            n_child, w_child = st[..., 0], st[..., 1]
+            q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
+            u = prior_f[cur].mul_(stats_f[cur, 0].sqrt_().mul_(cfg.c_puct).unsqueeze(1))  # (B, 7)
+            a = torch.addcdiv(q, u, n_child + 1.0).argmax(1)  # (B,) ties -> lowest column
+            nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
+            go = expandable_f[nxt]  # (B,)
+            if levels == NUM_CELLS or not bool(go.any()):
+                break
+            cur = torch.where(go, nxt, cur)
+            levels += 1
+
+        # 2. Expansion of unexpanded edges into node `sim`; other games write
+        #    garbage into slot `sim` of their own tree, which nothing links to.
+        expand = nxt == unvisited  # (B,)
+        step = play(State(position.view(-1)[cur], mask.view(-1)[cur], zeros), a, validate=False)
+        new_pos, new_mask = step.state.position, step.state.mask
+        position[:, sim], mask[:, sim] = new_pos, new_mask
+        parent[:, sim], action[:, sim] = cur, a
+        new_legal = legal_mask(step.state)  # (B, 7)
+        children[:, sim] = torch.where(new_legal, unvisited.unsqueeze(1), illegal.unsqueeze(1))
+        expandable[:, sim] = ~step.done
+        raw_value[:, sim] = -step.reward  # exact: the side to move has lost (or drawn, 0)
+        need = expand & ~step.done
+        idx = need.nonzero().squeeze(1)  # (M,) leaves that need the network
+        if idx.numel():
+            p, v = _evaluate(evaluate_fn, new_pos, new_mask, idx, new_legal)
+            prior[idx, sim], raw_value[idx, sim] = p, v
+        new = base + sim
+        children_f.view(-1)[cur * WIDTH + a] = torch.where(expand, new, nxt)
+
+        # 3. Backup from the leaf (new node, or an existing terminal node) up
+        #    through the root into TRASH; the sign flips at every level.
+        leaf = torch.where(expand, new, nxt)  # (B,)
+        val = -raw_value_f[leaf]  # view of the player who moved into the leaf
+        upd = (torch.stack([ones, val], 1), torch.stack([ones, -val], 1))  # (B, 2) each
+        node = leaf
+        for level in range(levels + 2):
+            stats_f.index_add_(0, node, upd[level & 1])
+            node = parent_f[node]
+
+    tree = Tree(
+        stats[..., 0], stats[..., 1], parent, action, children, prior,
+        position, mask, expandable, raw_value, N,
+    )  # fmt: skip
+    root_children = children[:, ROOT_INDEX]  # (B, 7)
+    counts = stats_f[root_children, 0] * legal  # (B, 7)
+    root_value = torch.where(live, -stats[:, ROOT_INDEX, 1] / stats[:, ROOT_INDEX, 0], 0.0)
+    return SearchResult(counts.round().to(torch.int32), root_value, tree)
+
+
+class MCTSPlayer:
+    """A :class:`~.players.Player` that searches before every move.
+
+    Args:
+        evaluate_fn: an ``evaluate_fn`` or an ``nn.Module`` (wrapped by
+            :func:`model_evaluate_fn` on ``device``).
+        config: :class:`MCTSConfig` (no root noise by default: evaluation play).
+        temperature: 0 (default) plays the most visited column (ties -> lowest);
+            > 0 samples proportionally to ``visits ** (1 / temperature)``.
+    """
+
+    def __init__(
+        self,
+        evaluate_fn: EvaluateFn | torch.nn.Module,
+        config: MCTSConfig | None = None,
+        temperature: float = 0.0,
+        device: torch.device | str | None = None,
+    ):
+        if isinstance(evaluate_fn, torch.nn.Module):
+            evaluate_fn = model_evaluate_fn(evaluate_fn, device)
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.evaluate_fn = evaluate_fn
+        self.config = config or MCTSConfig()
+        self.temperature = temperature
+
+    def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``[B] int64`` 0-based columns for unfinished games."""
+        result = search(state, self.evaluate_fn, self.config, generator)
+        visits = result.visit_counts.float()  # (B, 7)
+        return sample_move(visits.log(), legal_mask(state), generator, self.temperature)
+
+
+# ---------------------------------------------------------------------------
+# Slow reference: one game, one node at a time (alpha-zero-general style)
+# ---------------------------------------------------------------------------
+
+
+class _RefNode:
+    """Unbatched reference node; ``value_sum`` from the view of the player who moved in."""
+
+    __slots__ = (
+        "children",
+        "mask",
+        "position",
+        "prior",
+        "terminal",
+        "value",
+        "value_sum",
+        "visits",
+    )
+
+    def __init__(self, position: int, mask: int):
+        self.position, self.mask = position, mask
+        self.terminal = alignment(position ^ mask) or mask == BOARD_MASK
+        # Previous mover won -> -1 for the side to move; full board -> 0.
+        self.value = -1.0 if alignment(position ^ mask) else 0.0
+        self.prior: list[float] = []
+        self.children: dict[int, _RefNode] = {}
+        self.visits, self.value_sum = 0, 0.0
+
+    def expand(self, evaluate_fn: EvaluateFn) -> float:
+        board = torch.from_numpy(bitboards_to_board(self.position, self.mask)).unsqueeze(0)
+        logits, value = evaluate_fn(board)
+        legal = torch.tensor([[not self.mask & top_mask_col(c) for c in range(WIDTH)]])
+        self.prior = _masked_softmax(logits, legal)[0].tolist()
+        self.value = float(value[0])
+        return self.value
+
+    def child(self, col: int) -> _RefNode:
+        if col not in self.children:
+            mask = self.mask | (self.mask + bottom_mask_col(col))
+            mover = self.position | (mask ^ self.mask)  # the mover's stones after the move
+            self.children[col] = _RefNode(mover ^ mask, mask)  # now from the opponent's view
+        return self.children[col]
+
+
+def reference_mcts(
+    position: int,
+    mask: int,
+    evaluate_fn: EvaluateFn,
+    config: MCTSConfig | None = None,
+    root_noise: list[float] | None = None,
+) -> tuple[list[int], float]:
+    """SLOW REFERENCE: straightforward per-node Python MCTS for one game. Unbatched.
+
+    Same rules as :func:`search` (root evaluation counts as a visit, unvisited
+    ``Q = 0``, ties to the lowest column, exact terminal values, negamax
+    backup), one network call per leaf. Used by tests and ``bench mcts``.
+
+    Returns:
+        (root visit counts, 7 ints), root mean value (side to move's view).
+    """
+    cfg = config or MCTSConfig()
+    root = _RefNode(position, mask)
+    if root.terminal:
+        return [0] * WIDTH, 0.0
+    v = root.expand(evaluate_fn)
+    if cfg.dirichlet_eps > 0 and root_noise is not None:
+        root.prior = [
+            (1 - cfg.dirichlet_eps) * p + cfg.dirichlet_eps * n
+            for p, n in zip(root.prior, root_noise, strict=True)
+        ]
+    root.visits, root.value_sum = 1, -v
+    legal = [not mask & top_mask_col(c) for c in range(WIDTH)]
+    for _ in range(cfg.sims):
+        node, path = root, [root]
+        while True:
+            sqrt_n = math.sqrt(node.visits)
+            best, best_score = -1, -math.inf
+            for c in range(WIDTH):
+                if node.mask & top_mask_col(c):
+                    continue
+                ch = node.children.get(c)
+                n, w = (ch.visits, ch.value_sum) if ch else (0, 0.0)
+                q = w / n if n else 0.0
+                score = q + cfg.c_puct * node.prior[c] * sqrt_n / (1 + n)
+                if score > best_score:
+                    best, best_score = c, score
+            child = node.child(best)
+            path.append(child)
+            if child.terminal:
+                value = child.value
+                break
+            if child.visits == 0:
+                value = child.expand(evaluate_fn)
+                break
+            node = child
+        for n in reversed(path):  # value is from the leaf's side to move; flip per level
+            value = -value
+            n.visits += 1
+            n.value_sum += value
+    counts = [root.children[c].visits if c in root.children else 0 for c in range(WIDTH)]
+    counts = [n if ok else 0 for n, ok in zip(counts, legal, strict=True)]
+    return counts, -root.value_sum / root.visits
