@@ -168,7 +168,7 @@ class State(NamedTuple):
     def put(self, index: torch.Tensor, sub: State) -> State:
         """A copy with the games at ``index`` replaced by the sub-batch ``sub``."""
         out = State(self.position.clone(), self.mask.clone(), self.ply.clone())
-        for dst, src in zip(out, sub):
+        for dst, src in zip(out, sub, strict=True):
             dst[index] = src
         return out
 
@@ -324,7 +324,9 @@ def random_legal_actions(state: State, generator: torch.Generator | None = None)
     Games with a full board get ``-1`` (callers only ask for unfinished games).
     """
     lut = _consts(state.device)["legal_lut"]
-    r = torch.randint(0, _LUT_PERIOD, state.position.shape, generator=generator, device=state.device)
+    r = torch.randint(
+        0, _LUT_PERIOD, state.position.shape, generator=generator, device=state.device
+    )
     r += legal_pattern(state) * _LUT_PERIOD
     return lut[r]
 

@@ -38,16 +38,16 @@ class MatchResult:
 
     def rates(self) -> dict[str, float]:
         """Win, draw and loss rates of player ``a`` (and of ``a`` as first and second player)."""
-        r = self.result.float()
+        r = self.result.double()
         out = {
-            "win_rate": float((r > 0).float().mean()),
-            "draw_rate": float((r == 0).float().mean()),
-            "loss_rate": float((r < 0).float().mean()),
-            "mean_length": float(self.length.float().mean()),
+            "win_rate": float((r > 0).double().mean()),
+            "draw_rate": float((r == 0).double().mean()),
+            "loss_rate": float((r < 0).double().mean()),
+            "mean_length": float(self.length.double().mean()),
         }
         for name, sel in (("first", self.a_first), ("second", ~self.a_first)):
             if bool(sel.any()):
-                out[f"win_rate_{name}"] = float((r[sel] > 0).float().mean())
+                out[f"win_rate_{name}"] = float((r[sel] > 0).double().mean())
         return out
 
 
@@ -129,4 +129,3 @@ def play_match(
         ply=torch.cat(rec["ply"]),
         mover_is_a=mover_is_a,
     )
-

@@ -14,7 +14,14 @@ from typing import Protocol
 
 import torch
 
-from .bitboard import State, legal_mask, random_legal_actions, threat_moves, to_boards, winning_moves
+from .bitboard import (
+    State,
+    legal_mask,
+    random_legal_actions,
+    threat_moves,
+    to_boards,
+    winning_moves,
+)
 
 
 class Player(Protocol):
@@ -94,3 +101,13 @@ class PolicyPlayer:
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
         logits, _ = self.model(to_boards(state))
         return sample_move(logits, legal_mask(state), generator, self.temperature)
+
+
+PLAYERS = {"random": RandomPlayer, "random_punisher": RandomPunisher}
+
+
+def make_player(name: str) -> Player:
+    """A baseline player by name: ``random`` or ``random_punisher``."""
+    if name not in PLAYERS:
+        raise ValueError(f"unknown player {name!r}; choose one of: {', '.join(PLAYERS)}")
+    return PLAYERS[name]()

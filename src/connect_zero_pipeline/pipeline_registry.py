@@ -1,0 +1,17 @@
+"""Project pipelines."""
+
+from __future__ import annotations
+
+from kedro.framework.project import find_pipelines
+from kedro.pipeline import Pipeline
+
+
+def register_pipelines() -> dict[str, Pipeline]:
+    """Register the project's pipelines.
+
+    Every package under ``pipelines/`` with a ``create_pipeline()`` is found
+    automatically. The default pipeline is the main job.
+    """
+    pipelines = find_pipelines(raise_errors=True)
+    pipelines["__default__"] = pipelines["baselines"]
+    return pipelines

@@ -1,0 +1,47 @@
+"""Silence known, harmless third-party warnings so that real ones stay visible.
+
+Installed as a ``kedro.init`` plugin (it runs before Kedro loads any other
+plugin) and from ``settings.py``. Each entry names the library and the message
+it repeats on every run; nothing else is filtered.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+# (message regex, category, module regex) for warnings.filterwarnings
+KNOWN_WARNINGS = [
+    # omegaconf deprecates the resolver API that kedro and kedro-mlflow still call.
+    (r"register_new_resolver\(\) is deprecated", UserWarning, r"(kedro|kedro_mlflow)\..*"),
+]
+
+# (logger name, substring): log records dropped by a filter. mlflow's type-hint
+# nags are raised inside its own `catch_warnings(); simplefilter("once")`, which
+# overrides warning filters, so they are dropped where Kedro logs warnings.
+KNOWN_LOG_RECORDS = [
+    ("py.warnings", "Add type hints to the `predict` method"),
+    ("py.warnings", "Any type hint is inferred as AnyType"),
+    ("py.warnings", "register_new_resolver() is deprecated"),
+    # kedro-mlflow swaps its MLflow datasets in the catalog at the start of a run.
+    ("kedro.io.data_catalog", "Replacing dataset"),
+]
+
+
+class _DropContaining(logging.Filter):
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
+def install() -> None:
+    """Install the filters (idempotent)."""
+    for message, category, module in KNOWN_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category, module=module)
+    for name, text in KNOWN_LOG_RECORDS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropContaining) and f.text == text for f in logger.filters):
+            logger.addFilter(_DropContaining(text))

@@ -1,0 +1,24 @@
+"""Project settings (see https://docs.kedro.org/en/stable/kedro_project_setup/settings.html).
+
+kedro-mlflow registers its own hooks through its plugin entry point; the
+project's hooks (``hooks.py``) keep the MLflow run stack clean.
+"""
+
+from kedro.config import OmegaConfigLoader
+
+from connect_zero_pipeline.hooks import MlflowRunStackHook
+
+HOOKS = (MlflowRunStackHook(),)
+
+CONFIG_LOADER_CLASS = OmegaConfigLoader
+CONFIG_LOADER_ARGS = {
+    "base_env": "base",
+    "default_run_env": "local",
+    "config_patterns": {
+        "mlflow": ["mlflow*", "mlflow*/**"],
+    },
+}
+
+from connect_zero_pipeline import quiet  # noqa: E402
+
+quiet.install()

@@ -1,0 +1,49 @@
+"""Shared fixtures: a throw-away copy of the Kedro project for end-to-end runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PONS_BENCHMARK = REPO.parent / "shared" / "pons-benchmark"
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture
+def kedro_project(tmp_path, monkeypatch):
+    """A copy of the project's conf/ and metadata in ``tmp_path``, as the working directory.
+
+    Runs write their data, ``mlflow.db`` and ``mlruns/`` there, never into the repo.
+    """
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copytree(REPO / "conf", project / "conf", ignore=shutil.ignore_patterns("local"))
+    (project / "conf" / "local").mkdir()
+    shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
+    shutil.copytree(REPO / "data", project / "data", ignore=shutil.ignore_patterns("*.parquet*"))
+    (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
+    monkeypatch.chdir(project)
+    return project
+
+
+def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = None, **kwargs):
+    """Run a pipeline in-process with a fresh session; returns the run's outputs."""
+    from kedro.framework.session import KedroSession
+    from kedro.framework.startup import bootstrap_project
+
+    nested: dict = {}
+    for key, value in (params or {}).items():  # "a.b": v -> {"a": {"b": v}}, as `--params` does
+        *parents, leaf = key.split(".")
+        node = nested
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project, runtime_params=nested) as session:
+        return session.run(pipeline_names=[pipeline] if pipeline else None, **kwargs)

@@ -1,0 +1,162 @@
+"""Players and batched matches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.match import play_match
+from connect_zero_pipeline.core.players import (
+    PolicyPlayer,
+    RandomPlayer,
+    RandomPunisher,
+    sample_move,
+)
+from connect_zero_pipeline.core.reference import NaiveGame
+
+
+def _naive_wins(moves: str) -> list[bool]:
+    """Columns where the side to move wins at once, by the naive engine."""
+    out = []
+    for c in range(7):
+        g = NaiveGame()
+        for ch in moves:
+            g.play(int(ch) - 1)
+        if not g.legal()[c]:
+            out.append(False)
+            continue
+        mover = g.to_move
+        g.play(c)
+        out.append(g.winner == mover)
+    return out
+
+
+def _random_positions(n: int, seed: int) -> list[str]:
+    """Move strings of unfinished random games at random lengths."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    while len(out) < n:
+        g, moves = NaiveGame(), ""
+        target = int(torch.randint(0, 35, (1,), generator=gen))
+        while len(moves) < target and not g.over:
+            legal = [c for c, ok in enumerate(g.legal()) if ok]
+            c = legal[int(torch.randint(0, len(legal), (1,), generator=gen))]
+            g.play(c)
+            moves += str(c + 1)
+        if not g.over:
+            out.append(moves)
+    return out
+
+
+def test_punisher_always_takes_a_win_and_blocks_a_single_threat():
+    positions = _random_positions(600, seed=1)
+    state = bb.state_from_moves(positions)
+    gen = torch.Generator().manual_seed(0)
+    actions = RandomPunisher().act(state, gen).tolist()
+    checked_wins = checked_blocks = 0
+    for moves, a in zip(positions, actions, strict=True):
+        wins = _naive_wins(moves)
+        # Threats: columns where the opponent would win if it were its turn.
+        if any(wins):
+            assert wins[a], f"{moves}: had a win in {wins}, played {a}"
+            checked_wins += 1
+            continue
+        opp = bb.threat_moves(bb.state_from_moves([moves]))[0].tolist()
+        if sum(opp) == 1:
+            assert opp[a], f"{moves}: must block column {opp.index(True)}, played {a}"
+            checked_blocks += 1
+    assert checked_wins > 20 and checked_blocks > 20
+
+
+def test_threat_moves_agree_with_the_naive_engine():
+    for moves in _random_positions(200, seed=2):
+        state = bb.state_from_moves([moves])
+        # Pass the turn by pretending the opponent moves: its wins are our threats.
+        g = NaiveGame()
+        for ch in moves:
+            g.play(int(ch) - 1)
+        g.to_move = 3 - g.to_move
+        expected = []
+        for c in range(7):
+            if not g.legal()[c]:
+                expected.append(False)
+                continue
+            saved = [row[:] for row in g.grid]
+            r = max(r for r in range(6) if g.grid[r][c] == 0)
+            g.grid[r][c] = g.to_move
+            expected.append(g._wins_through(r, c))
+            g.grid = saved
+        assert bb.threat_moves(state)[0].tolist() == expected, moves
+
+
+def test_sample_move_never_picks_masked_columns():
+    logits = torch.tensor([[100.0, 0, 0, 0, 0, 0, 0]]).repeat(1000, 1)
+    legal = torch.ones(1000, 7, dtype=torch.bool)
+    legal[:, 0] = False
+    legal[:, 3] = False
+    actions = sample_move(logits, legal, torch.Generator().manual_seed(0))
+    assert set(actions.tolist()) <= {1, 2, 4, 5, 6}
+    assert len(set(actions.tolist())) == 5
+    greedy = sample_move(torch.arange(7.0).repeat(3, 1), legal[:3], temperature=0)
+    assert greedy.tolist() == [6, 6, 6]
+    with pytest.raises(ValueError, match="no legal column"):
+        sample_move(logits[:1], torch.zeros(1, 7, dtype=torch.bool))
+
+
+def test_match_alternates_colours_and_records_returns_for_the_mover():
+    result = play_match(RandomPunisher(), RandomPlayer(), num_games=64, seed=3, record=True)
+    assert result.a_first.tolist() == [g % 2 == 0 for g in range(64)]
+    assert int(result.length.sum()) == result.moves.shape[0] == result.states.shape[0]
+    # Replay every game from the records and check the engine's verdict and the returns.
+    for g in range(64):
+        sel = result.game == g
+        moves = result.moves[sel][result.ply[sel].argsort()].tolist()
+        naive = NaiveGame()
+        for m in moves:
+            naive.play(m)
+        assert naive.over
+        first_is_a = g % 2 == 0
+        if naive.winner == 0:
+            assert int(result.result[g]) == 0
+        else:
+            a_won = (naive.winner == 1) == first_is_a
+            assert int(result.result[g]) == (1 if a_won else -1)
+        rets = result.returns[sel][result.ply[sel].argsort()]
+        movers_a = result.mover_is_a[sel][result.ply[sel].argsort()]
+        for ply, (r, is_a) in enumerate(zip(rets.tolist(), movers_a.tolist(), strict=True)):
+            assert is_a == ((ply % 2 == 0) == first_is_a)
+            assert r == (float(result.result[g]) if is_a else -float(result.result[g]))
+    # The recorded states are from the mover's view: the mover never has more stones.
+    s = result.states.long()
+    assert bool(((s == -1).sum((1, 2)) - (s == 1).sum((1, 2))).ge(0).all())
+
+
+def test_match_is_reproducible_from_its_seed():
+    a = play_match(RandomPlayer(), RandomPlayer(), num_games=50, seed=7)
+    b = play_match(RandomPlayer(), RandomPlayer(), num_games=50, seed=7)
+    c = play_match(RandomPlayer(), RandomPlayer(), num_games=50, seed=8)
+    assert torch.equal(a.result, b.result) and torch.equal(a.length, b.length)
+    assert not torch.equal(a.length, c.length)
+
+
+def test_punisher_beats_random_player():
+    rates = play_match(RandomPunisher(), RandomPlayer(), num_games=400, seed=0).rates()
+    assert rates["win_rate"] > 0.85
+    assert abs(rates["win_rate"] + rates["draw_rate"] + rates["loss_rate"] - 1) < 1e-9
+
+
+def test_policy_player_follows_the_model_and_masks_illegal_columns():
+    class Prefers1(torch.nn.Module):
+        def forward(self, boards):
+            b = boards.shape[0]
+            return torch.tensor([10.0, 0, 0, 0, 0, 0, 0]).repeat(b, 1), torch.zeros(b)
+
+    state = bb.state_from_moves(["", "111111"])
+    actions = PolicyPlayer(Prefers1()).act(state)
+    assert actions[0] == 0 and actions[1] != 0
+
+
+def test_match_rejects_bad_game_count():
+    with pytest.raises(ValueError, match="num_games must be >= 1, got 0"):
+        play_match(RandomPlayer(), RandomPlayer(), num_games=0)
