@@ -1,0 +1,70 @@
+"""Model files: the weights plus the architecture config that rebuilds the model.
+
+A checkpoint is a plain dict saved with ``torch.save`` and loaded with
+``torch.load(weights_only=True)`` (no pickled code runs on load)::
+
+    {"format": "connect-zero-model/1", "config": {...}, "state_dict": {...}, "meta": {...}}
+
+``config`` is what :func:`~.models.build_model` takes; ``meta`` holds small
+JSON-like facts (generation, training step, ...).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import torch
+from torch import nn
+
+from .models import build_model
+
+FORMAT = "connect-zero-model/1"
+
+
+def checkpoint_dict(model: nn.Module, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The checkpoint of ``model`` (tensors moved to CPU)."""
+    if not hasattr(model, "config"):
+        raise ValueError(f"{type(model).__name__} has no .config: build models with build_model()")
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return {"format": FORMAT, "config": dict(model.config), "state_dict": state, "meta": meta or {}}
+
+
+def save_model(model: nn.Module, file: str | Path | BinaryIO, meta: dict | None = None) -> None:
+    """Save ``model`` with its config to a path or a binary file object."""
+    torch.save(checkpoint_dict(model, meta), file)
+
+
+def model_to_bytes(model: nn.Module, meta: dict | None = None) -> bytes:
+    buf = io.BytesIO()
+    save_model(model, buf, meta)
+    return buf.getvalue()
+
+
+def load_model(
+    file: str | Path | BinaryIO, device: str | torch.device = "cpu", name: str | None = None
+) -> nn.Module:
+    """Rebuild a model from a checkpoint (``weights_only=True``), in eval mode.
+
+    The checkpoint's ``meta`` dict is attached as ``model.meta``.
+
+    Raises:
+        ValueError: the file is corrupt, not a torch file, or not a Connect-Zero
+            model (the message names the file).
+    """
+    label = name or (str(file) if isinstance(file, (str, Path)) else "model file")
+    try:
+        ckpt = torch.load(file, map_location=device, weights_only=True)
+    except Exception as exc:  # torch raises many types for foreign or truncated files
+        raise ValueError(f"{label} is not a readable model file: {exc}") from exc
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
+        raise ValueError(f"{label} is not a Connect-Zero model ({FORMAT}); found {found!r}")
+    model = build_model(ckpt["config"])
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as exc:
+        raise ValueError(f"{label}: weights do not match its config: {exc}") from exc
+    model.meta = dict(ckpt.get("meta") or {})
+    return model.to(device).eval()
