@@ -1,0 +1,251 @@
+"""AlphaZero training: replay window -> tensors, the loss, and the optimiser loop.
+
+- **Replay window.** The tables of the last ``buffer_gens`` generations of
+  self-play are concatenated; with ``mirror`` every position is also added
+  left-right mirrored (board and ``pi`` reversed, same ``z``), at load time.
+- **Loss.** ``CE(pi, softmax(logits)) + value_coef * MSE(value, z)``. Illegal
+  columns have ``pi = 0`` so they add nothing to the cross-entropy.
+- **Optimiser.** AdamW with weight decay, a cosine learning-rate schedule over
+  the *whole run* (generation ``g`` of ``G`` covers progress ``(g-1)/G .. g/G``
+  and the rate falls from ``lr`` to ``lr_min``), grad-norm clipping and
+  shuffled minibatches. A fresh optimiser per generation (AdamW moments are
+  short-lived next to a generation's steps).
+- **Divergence guard.** A non-finite or exploding loss stops training with
+  :class:`TrainingDivergedError`; the caller's model is never modified (the
+  loop trains a copy), so the last good model stays the latest one.
+
+Shapes: N samples, B minibatch, A = 7 columns.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .bitboard import State, to_boards
+from .config import check
+
+log = logging.getLogger(__name__)
+
+PI_COLUMNS = [f"pi_{c}" for c in range(1, 8)]
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became non-finite or exceeded ``max_loss``; no model was produced."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    batch_size: int = 256
+    """Minibatch size."""
+    epochs: float = 2.0
+    """Passes over the (mirrored) replay window per generation."""
+    lr: float = 2e-3
+    """Peak learning rate, at the start of the run."""
+    lr_min: float = 1e-4
+    """Learning rate at the end of the run (cosine schedule over all generations)."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    value_coef: float = 1.0
+    """Weight of the value MSE next to the policy cross-entropy."""
+    grad_clip: float = 1.0
+    """Max global grad norm (0 disables clipping)."""
+    buffer_gens: int = 4
+    """Replay window: train on the last this-many generations of self-play."""
+    mirror: bool = True
+    """Add the left-right mirror of every position at load time."""
+    max_loss: float = 50.0
+    """Stop with an error when a minibatch loss exceeds this (or is not finite)."""
+    seed: int = 0
+    """Seeds minibatch shuffling (the generation number is mixed in by the caller)."""
+    device: str = "auto"
+    """``auto``, ``cpu`` or ``cuda``."""
+
+    def __post_init__(self):
+        check(self.batch_size >= 1, "batch_size", self.batch_size, ">= 1")
+        check(self.epochs > 0, "epochs", self.epochs, "> 0")
+        check(0 < self.lr_min <= self.lr, "lr_min", self.lr_min, f"in (0, lr={self.lr}]")
+        check(self.weight_decay >= 0, "weight_decay", self.weight_decay, ">= 0")
+        check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")
+        check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
+        check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
+        check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
+
+
+def games_to_tensors(
+    tables: Sequence[pd.DataFrame], mirror: bool = True
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Self-play tables -> training tensors.
+
+    Args:
+        tables: tables with the self-play schema (``position``, ``mask``,
+            ``pi_1..pi_7``, ``z``), e.g. the replay window.
+        mirror: append the left-right mirror of every sample.
+
+    Returns:
+        ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]``.
+    """
+    if not tables:
+        raise ValueError("no self-play tables to train on")
+    df = pd.concat(list(tables), ignore_index=True)
+    missing = [c for c in ["position", "mask", *PI_COLUMNS, "z"] if c not in df.columns]
+    if missing:
+        raise ValueError(f"self-play table lacks column(s) {missing}")
+    position = torch.from_numpy(df["position"].to_numpy(np.uint64).view(np.int64).copy())
+    mask = torch.from_numpy(df["mask"].to_numpy(np.uint64).view(np.int64).copy())
+    boards = to_boards(State(position, mask, torch.zeros_like(mask)))  # (N, 6, 7)
+    pi = torch.from_numpy(df[PI_COLUMNS].to_numpy(np.float32).copy())  # (N, 7)
+    z = torch.from_numpy(df["z"].to_numpy(np.float32).copy())  # (N,)
+    if mirror:
+        boards = torch.cat([boards, boards.flip(-1)])  # (2N, 6, 7)
+        pi = torch.cat([pi, pi.flip(-1)])
+        z = torch.cat([z, z])
+    return boards, pi, z
+
+
+def alphazero_loss(
+    logits: torch.Tensor, value: torch.Tensor, pi: torch.Tensor, z: torch.Tensor, value_coef: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The AlphaZero loss.
+
+    Args:
+        logits: ``[B, 7]`` raw policy logits.
+        value: ``[B]`` value predictions in [-1, 1].
+        pi: ``[B, 7]`` target visit distributions (rows sum to 1).
+        z: ``[B]`` game outcomes for the side to move.
+
+    Returns:
+        ``(loss, policy_loss, value_loss)``, scalars:
+        ``policy_loss = mean_b -sum_a pi log softmax(logits)``,
+        ``value_loss = mean_b (value - z)^2``, ``loss = policy + value_coef * value``.
+    """
+    policy_loss = -(pi * F.log_softmax(logits, dim=1)).sum(1).mean()
+    value_loss = F.mse_loss(value, z)
+    return policy_loss + value_coef * value_loss, policy_loss, value_loss
+
+
+def cosine_lr(progress: float, lr: float, lr_min: float) -> float:
+    """Learning rate at run ``progress`` in [0, 1]: ``lr`` at 0, ``lr_min`` at 1."""
+    progress = min(max(progress, 0.0), 1.0)
+    return lr_min + 0.5 * (lr - lr_min) * (1.0 + math.cos(math.pi * progress))
+
+
+def train_model(
+    model: nn.Module,
+    boards: torch.Tensor,
+    pi: torch.Tensor,
+    z: torch.Tensor,
+    config: TrainConfig,
+    progress: tuple[float, float] = (0.0, 1.0),
+    device: torch.device | str = "cpu",
+    seed: int | None = None,
+    progress_bar: bool = False,
+) -> tuple[nn.Module, dict[str, float]]:
+    """Train a copy of ``model`` on ``(boards, pi, z)``; ``model`` itself is not modified.
+
+    Args:
+        model: the network to start from.
+        boards: ``int8 [N, 6, 7]``; ``pi``: ``float32 [N, 7]``; ``z``: ``float32 [N]``.
+        config: hyper-parameters.
+        progress: the span of the whole run this call covers, for the cosine schedule.
+        seed: shuffling seed (default ``config.seed``).
+        progress_bar: show a tqdm bar.
+
+    Returns:
+        The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
+        ``value_loss`` (means over the last epoch), ``policy_entropy``,
+        ``num_samples``, ``num_steps``, ``lr_start``, ``lr_end``,
+        ``samples_per_s``, ``train_seconds``.
+
+    Raises:
+        TrainingDivergedError: a minibatch loss was not finite or exceeded
+            ``config.max_loss``.
+    """
+    n = boards.shape[0]
+    if n == 0:
+        raise ValueError("no training samples")
+    assert pi.shape == (n, 7) and z.shape == (n,), (pi.shape, z.shape)
+    device = torch.device(device)
+    net = copy.deepcopy(model).to(device).train()
+    b_boards, b_pi, b_z = boards.to(device), pi.to(device), z.to(device)
+    opt = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    gen = torch.Generator().manual_seed(config.seed if seed is None else seed)
+    steps_per_epoch = max(1, math.ceil(n / config.batch_size))
+    num_steps = max(1, round(config.epochs * steps_per_epoch))
+    p0, p1 = progress
+    lrs = [
+        cosine_lr(p0 + (p1 - p0) * s / num_steps, config.lr, config.lr_min)
+        for s in range(num_steps)
+    ]
+
+    sums = torch.zeros(4, device=device)  # loss, policy, value, entropy over the current epoch
+    epoch_steps = 0
+    check_every = 20
+    window = torch.zeros(check_every, device=device)
+    steps = range(num_steps)
+    if progress_bar:
+        from tqdm.auto import tqdm
+
+        steps = tqdm(steps, desc="train", unit="step", leave=False)
+    start = time.perf_counter()
+    perm = torch.randperm(n, generator=gen).to(device)
+    for step in steps:
+        k = step % steps_per_epoch
+        if k == 0 and step:
+            perm = torch.randperm(n, generator=gen).to(device)
+            sums.zero_()
+            epoch_steps = 0
+        idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
+        for group in opt.param_groups:
+            group["lr"] = lrs[step]
+        logits, value = net(b_boards[idx])
+        loss, policy_loss, value_loss = alphazero_loss(
+            logits, value, b_pi[idx], b_z[idx], config.value_coef
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.grad_clip > 0:
+            nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
+        opt.step()
+        with torch.no_grad():
+            p = F.softmax(logits, 1)
+            entropy = -(p * torch.log(p.clamp_min(1e-12))).sum(1).mean()
+            sums += torch.stack([loss, policy_loss, value_loss, entropy]).detach()
+            window[step % check_every] = loss.detach()
+        epoch_steps += 1
+        if (step + 1) % check_every == 0 or step + 1 == num_steps:
+            _check_losses(window[: (step % check_every) + 1], step, config.max_loss)
+    elapsed = time.perf_counter() - start
+    mean = (sums / max(epoch_steps, 1)).tolist()
+    metrics = {
+        "loss": mean[0],
+        "policy_loss": mean[1],
+        "value_loss": mean[2],
+        "policy_entropy": mean[3],
+        "num_samples": float(n),
+        "num_steps": float(num_steps),
+        "lr_start": lrs[0],
+        "lr_end": lrs[-1],
+        "samples_per_s": num_steps * config.batch_size / elapsed if elapsed > 0 else 0.0,
+        "train_seconds": elapsed,
+    }
+    return net.eval(), metrics
+
+
+def _check_losses(losses: torch.Tensor, step: int, max_loss: float) -> None:
+    worst = float(losses.max()) if bool(torch.isfinite(losses).all()) else float("nan")
+    if not math.isfinite(worst) or worst > max_loss:
+        raise TrainingDivergedError(
+            f"training diverged near step {step + 1}: minibatch loss {worst} "
+            f"(limit max_loss={max_loss}); the previous model is kept"
+        )

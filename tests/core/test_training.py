@@ -1,0 +1,117 @@
+"""AlphaZero training: loss on hand-computed examples, mirror augmentation, schedule, guard."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.training import (
+    PI_COLUMNS,
+    TrainConfig,
+    TrainingDivergedError,
+    alphazero_loss,
+    cosine_lr,
+    games_to_tensors,
+    train_model,
+)
+
+
+def test_loss_on_a_hand_computed_example():
+    # Uniform logits: CE = log 7 whatever pi is. Value 0.5 vs z = 1 and -1: MSE = (0.25 + 2.25)/2.
+    logits = torch.zeros(2, 7)
+    pi = torch.tensor([[1.0, 0, 0, 0, 0, 0, 0], [0, 0, 0.5, 0.5, 0, 0, 0]])
+    value = torch.tensor([0.5, 0.5])
+    z = torch.tensor([1.0, -1.0])
+    loss, policy, val = alphazero_loss(logits, value, pi, z, value_coef=2.0)
+    assert policy.item() == pytest.approx(math.log(7))
+    assert val.item() == pytest.approx(1.25)
+    assert loss.item() == pytest.approx(math.log(7) + 2.5)
+    # A confident correct policy: logits (ln 3, 0, ...) gives p0 = 3/9 = 1/3.
+    logits = torch.tensor([[math.log(3.0), 0, 0, 0, 0, 0, 0]])
+    _, policy, _ = alphazero_loss(logits, torch.zeros(1), pi[:1], torch.zeros(1), 1.0)
+    assert policy.item() == pytest.approx(math.log(3))
+
+
+def _table(moves: list[str], pis: list[list[float]], zs: list[float]) -> pd.DataFrame:
+    pairs = [bb.moves_to_bitboards(m) for m in moves]
+    df = pd.DataFrame(
+        {
+            "position": np.array([p for p, _ in pairs], dtype=np.uint64),
+            "mask": np.array([m for _, m in pairs], dtype=np.uint64),
+            "z": np.array(zs, dtype=np.float32),
+        }
+    )
+    for c, name in enumerate(PI_COLUMNS):
+        df[name] = np.array([p[c] for p in pis], dtype=np.float32)
+    return df
+
+
+def test_mirror_augmentation_mirrors_boards_and_pi():
+    table = _table(["1", "12"], [[0.7, 0.3, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0.1, 0.9]], [1.0, -1.0])
+    boards, pi, z = games_to_tensors([table], mirror=True)
+    assert boards.shape == (4, 6, 7) and pi.shape == (4, 7) and z.tolist() == [1, -1, 1, -1]
+    # The mirror of "1" is "7": the opponent's stone sits in the rightmost column.
+    expected = bb.to_boards(bb.state_from_moves(["7", "76"]))
+    assert torch.equal(boards[2:], expected)
+    assert pi[2].tolist() == pytest.approx([0, 0, 0, 0, 0, 0.3, 0.7])
+    assert pi[3].tolist() == pytest.approx([0.9, 0.1, 0, 0, 0, 0, 0])
+    plain, _, _ = games_to_tensors([table], mirror=False)
+    assert plain.shape[0] == 2
+
+
+def test_cosine_schedule_ends_at_both_rates():
+    assert cosine_lr(0.0, 1e-3, 1e-5) == pytest.approx(1e-3)
+    assert cosine_lr(1.0, 1e-3, 1e-5) == pytest.approx(1e-5)
+    assert cosine_lr(0.5, 1e-3, 1e-5) == pytest.approx((1e-3 + 1e-5) / 2)
+
+
+def _toy_data(n: int = 256):
+    # Every position is the empty board + one stone; the target move is the mirror column.
+    gen = torch.Generator().manual_seed(0)
+    cols = torch.randint(0, 7, (n,), generator=gen)
+    state = bb.play(bb.initial_state(n), cols).state
+    boards = bb.to_boards(state)
+    pi = torch.nn.functional.one_hot(6 - cols, 7).float()
+    z = torch.where(cols < 3, 1.0, -1.0)
+    return boards, pi, z
+
+
+def test_training_fits_a_learnable_target_and_leaves_the_input_model_alone():
+    torch.manual_seed(0)
+    model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 16})
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    boards, pi, z = _toy_data()
+    cfg = TrainConfig(batch_size=64, epochs=25, lr=5e-3, lr_min=1e-4, device="cpu")
+    trained, metrics = train_model(model, boards, pi, z, cfg)
+    assert metrics["policy_loss"] < 0.3 and metrics["value_loss"] < 0.2
+    assert metrics["num_steps"] == 25 * 4 and metrics["lr_end"] < metrics["lr_start"]
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    with torch.no_grad():
+        logits, value = trained(boards[:32])
+    assert (logits.argmax(1) == pi[:32].argmax(1)).float().mean() > 0.95
+    assert (value.sign() == z[:32]).float().mean() > 0.95
+
+
+def test_divergence_guard_raises_on_nan_and_on_exploding_loss():
+    model = build_model("mlp")
+    boards, pi, z = _toy_data(64)
+    bad_z = z.clone()
+    bad_z[5] = float("nan")
+    with pytest.raises(TrainingDivergedError, match="minibatch loss nan"):
+        train_model(model, boards, pi, bad_z, TrainConfig(batch_size=16, epochs=1))
+    with pytest.raises(TrainingDivergedError, match="limit max_loss=0.001"):
+        train_model(model, boards, pi, z, TrainConfig(batch_size=16, epochs=1, max_loss=1e-3))
+
+
+def test_bad_config_values_are_named():
+    with pytest.raises(ValueError, match="lr_min must be in \\(0, lr=0.001\\], got 0.01"):
+        TrainConfig(lr=1e-3, lr_min=1e-2)
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        TrainConfig(batch_size=0)
