@@ -1,0 +1,127 @@
+"""Evaluation: a network on the solver-labelled set, and match win rates.
+
+Solver-set metrics, for a network alone (no search), on positions labelled
+with the exact score of every move (``score_1..score_7``, null for a full
+column, and ``best_score``; design §4). A move is *optimal* when its score
+equals ``best_score``.
+
+- ``acc``: the top legal move of the policy is optimal.
+- ``ce``: ``-log`` of the policy mass (softmax over legal columns) on the
+  optimal moves.
+- ``val_signacc``: the value head has the sign of ``best_score``, on positions
+  whose best score is not 0 (not a draw).
+- The same, split by ply bucket: ``begin`` (ply <= 14), ``middle`` (15-28),
+  ``end`` (>= 29), the stone counts of Pons' beginning/middle/end sets.
+
+Shapes: N positions, A = 7 columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from .bitboard import State, legal_mask, to_boards
+from .match import play_match
+from .players import Player
+
+SCORE_COLUMNS = [f"score_{c}" for c in range(1, 8)]
+PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
+
+EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+def solver_labels(positions: pd.DataFrame) -> tuple[State, torch.Tensor, torch.Tensor, np.ndarray]:
+    """Unpack a solver-labelled table.
+
+    Returns:
+        ``state`` ([N] bitboards), ``optimal [N, 7] bool``, ``best_score [N] int64``,
+        ``ply [N]`` numpy array.
+    """
+    missing = [
+        c for c in ["position", "mask", "ply", "best_score", *SCORE_COLUMNS] if c not in positions
+    ]
+    if missing:
+        raise ValueError(f"solver-labelled table lacks column(s) {missing}")
+    pos = torch.from_numpy(positions["position"].to_numpy(np.uint64).view(np.int64).copy())
+    mask = torch.from_numpy(positions["mask"].to_numpy(np.uint64).view(np.int64).copy())
+    ply = positions["ply"].to_numpy(np.int64)
+    scores = positions[SCORE_COLUMNS].astype("float64").to_numpy()  # NaN for full columns
+    best = positions["best_score"].to_numpy(np.int64)
+    optimal = torch.from_numpy(scores == best[:, None])  # NaN == x is False
+    return State(pos, mask, torch.from_numpy(ply)), optimal, torch.from_numpy(best), ply
+
+
+@torch.inference_mode()
+def _forward(evaluate_fn: EvaluateFn, boards: torch.Tensor, batch_size: int):
+    logits, values = [], []
+    for i in range(0, boards.shape[0], batch_size):
+        lo, va = evaluate_fn(boards[i : i + batch_size])
+        logits.append(lo.float().cpu())
+        values.append(va.float().cpu())
+    return torch.cat(logits), torch.cat(values)
+
+
+def model_fn(model: torch.nn.Module, device: torch.device | str = "cpu") -> EvaluateFn:
+    """Wrap a model as ``evaluate_fn(boards) -> (logits, value)`` in eval mode on ``device``."""
+    model = model.to(device).eval()
+
+    def fn(boards: torch.Tensor):
+        return model(boards.to(device))
+
+    return fn
+
+
+def solver_set_metrics(
+    evaluate_fn: EvaluateFn, positions: pd.DataFrame, batch_size: int = 4096
+) -> dict[str, float]:
+    """``acc``, ``ce`` and ``val_signacc`` overall and per ply bucket (see the module doc).
+
+    Args:
+        evaluate_fn: ``boards int8 [B, 6, 7] -> (logits [B, 7], value [B])``.
+        positions: a solver-labelled table (``pons_positions`` schema).
+
+    Returns:
+        ``{"acc", "ce", "val_signacc", "count", "acc_begin", ..., "count_end"}``;
+        a bucket with no positions is left out.
+    """
+    state, optimal, best, ply = solver_labels(positions)
+    logits, value = _forward(evaluate_fn, to_boards(state), batch_size)
+    legal = legal_mask(state)  # (N, 7)
+    logp = F.log_softmax(logits.masked_fill(~legal, float("-inf")), dim=1)  # (N, 7)
+    top = logp.argmax(1)
+    hit = optimal.gather(1, top[:, None]).squeeze(1)  # (N,)
+    ce = -torch.logsumexp(logp.masked_fill(~optimal, float("-inf")), dim=1)  # (N,)
+    decided = best != 0
+    sign_ok = torch.sign(value) == torch.sign(best.float())
+
+    def summary(sel: torch.Tensor, suffix: str) -> dict[str, float]:
+        out = {
+            f"acc{suffix}": float(hit[sel].double().mean()),
+            f"ce{suffix}": float(ce[sel].double().mean()),
+            f"count{suffix}": float(sel.sum()),
+        }
+        dec = sel & decided
+        if bool(dec.any()):
+            out[f"val_signacc{suffix}"] = float(sign_ok[dec].double().mean())
+        return out
+
+    everything = torch.ones_like(hit)
+    metrics = summary(everything, "")
+    ply_t = torch.from_numpy(ply)
+    for name, (lo, hi) in PLY_BUCKETS.items():
+        sel = (ply_t >= lo) & (ply_t <= hi)
+        if bool(sel.any()):
+            metrics.update(summary(sel, f"_{name}"))
+    return metrics
+
+
+def win_rates(
+    player: Player, opponent: Player, num_games: int, seed: int, device: torch.device | str = "cpu"
+) -> dict[str, float]:
+    """``player``'s win/draw/loss rates over ``num_games`` games, colours alternating."""
+    return play_match(player, opponent, num_games, seed=seed, device=device).rates()

@@ -1,0 +1,93 @@
+"""Solver-set metrics: a perfect policy scores 1, a uniform one scores the analytic ce."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, solver_labels, solver_set_metrics
+
+
+def _labelled(rows: list[tuple[str, list[int | None]]]) -> pd.DataFrame:
+    """A table in the pons_positions schema; labels are given (the metric doesn't re-solve)."""
+    pairs = [bb.moves_to_bitboards(m) for m, _ in rows]
+    df = pd.DataFrame(
+        {
+            "moves": [m for m, _ in rows],
+            "ply": np.array([len(m) for m, _ in rows], dtype=np.int8),
+            "position": np.array([p for p, _ in pairs], dtype=np.uint64),
+            "mask": np.array([k for _, k in pairs], dtype=np.uint64),
+        }
+    )
+    for c, name in enumerate(SCORE_COLUMNS):
+        df[name] = pd.array([s[c] for _, s in rows], dtype="Int8")
+    df["best_score"] = np.array(
+        [max(v for v in s if v is not None) for _, s in rows], dtype=np.int8
+    )
+    return df
+
+
+ROWS = [
+    ("", [-2, -1, 0, 1, 0, -1, -2]),  # begin; one optimal move of 7
+    ("4444", [2, 2, -3, -4, -3, 2, 2]),  # begin; four optimal moves
+    (
+        "664163221317133624532157163764",
+        [None, 5, None, -1, -1, None, -1],
+    ),  # end; columns 1, 3, 6 full
+    ("2577713147446472", [0, 0, 0, 0, -1, -1, -1]),  # middle; draw (no val_signacc)
+]
+
+
+def _perfect_fn(table: pd.DataFrame):
+    scores = torch.tensor(
+        table[SCORE_COLUMNS].astype("float64").fillna(-100).to_numpy(), dtype=torch.float32
+    )
+    best = torch.tensor(table["best_score"].to_numpy(np.float32))
+    keys = {b.tobytes(): i for i, b in enumerate(bb.to_boards(solver_labels(table)[0]).numpy())}
+
+    def fn(boards):
+        idx = [keys[b.tobytes()] for b in boards.numpy()]
+        return scores[idx] * 10, torch.sign(best[idx])
+
+    return fn
+
+
+def test_perfect_policy_scores_one():
+    table = _labelled(ROWS)
+    m = solver_set_metrics(_perfect_fn(table), table)
+    assert m["acc"] == 1.0 and m["val_signacc"] == 1.0
+    assert m["ce"] < 1e-3  # nearly all the policy mass sits on optimal moves
+    assert (
+        m["count"] == 4 and m["count_begin"] == 2 and m["count_middle"] == 1 and m["count_end"] == 1
+    )
+
+
+def test_uniform_policy_ce_is_analytic_and_illegal_columns_are_masked():
+    table = _labelled(ROWS)
+
+    def uniform(boards):
+        return torch.zeros(boards.shape[0], 7), torch.full((boards.shape[0],), -0.5)
+
+    m = solver_set_metrics(uniform, table)
+    # optimal / legal: 1/7, 4/7, 1/4 (three columns full), 4/7
+    expected = [-math.log(1 / 7), -math.log(4 / 7), -math.log(1 / 4), -math.log(4 / 7)]
+    assert m["ce"] == pytest.approx(np.mean(expected), rel=1e-6)
+    assert m["ce_end"] == pytest.approx(-math.log(1 / 4), rel=1e-6)
+    # The argmax of equal logits is the first legal column: optimal in rows 2, 3 and 4
+    # (in row 3 column 1 is full, so the masked argmax is column 2).
+    assert m["acc"] == pytest.approx(3 / 4)
+    # Value -0.5 everywhere; decided rows have best 1, 2, 5: all positive -> sign wrong.
+    assert m["val_signacc"] == 0.0
+    assert "val_signacc_middle" not in m  # only a draw there
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(ValueError, match="lacks column"):
+        solver_set_metrics(
+            lambda b: (torch.zeros(len(b), 7), torch.zeros(len(b))), pd.DataFrame({"x": [1]})
+        )
