@@ -1,0 +1,313 @@
+"""Batched MCTS: a hand-computed bandit, tactics, batch independence, a slow
+reference and a brute-force negamax oracle on near-end positions."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from connect_zero_pipeline.core.bitboard import (
+    BOARD_MASK,
+    WIDTH,
+    State,
+    alignment,
+    bottom_mask_col,
+    initial_state,
+    moves_to_bitboards,
+    play,
+    random_legal_actions,
+    state_from_moves,
+    top_mask_col,
+)
+from connect_zero_pipeline.core.mcts import (
+    ROOT_INDEX,
+    MCTSConfig,
+    MCTSPlayer,
+    model_evaluate_fn,
+    reference_mcts,
+    sample_dirichlet,
+    search,
+)
+from connect_zero_pipeline.core.models import build_model
+
+
+def uniform_fn(boards: torch.Tensor):
+    """Uniform prior, value 0: pure tree search."""
+    return torch.zeros(boards.shape[0], 7), torch.zeros(boards.shape[0])
+
+
+_W = torch.tensor([[3, -1, 4, 1, -5, 9, 2]]).repeat(6, 1) * torch.arange(1, 7).view(6, 1)  # (6, 7)
+
+
+def pure_fn(boards: torch.Tensor):
+    """A deterministic, row-wise evaluator computed in integers: batch-invariant exactly."""
+    s = boards.long() * _W  # (B, 6, 7)
+    logits = s.sum(1).float() / 8.0  # (B, 7)
+    value = torch.tanh(s.sum((1, 2)).float() / 40.0)  # (B,)
+    return logits, value
+
+
+def random_positions(num: int, max_plies: int, seed: int) -> State:
+    """Unfinished positions after 0..max_plies random moves."""
+    gen = torch.Generator().manual_seed(seed)
+    state = initial_state(num)
+    plies = torch.randint(0, max_plies + 1, (num,), generator=gen)
+    for t in range(max_plies):
+        step = play(state, random_legal_actions(state, gen), validate=False)
+        keep = (plies > t) & ~step.done
+        state = State(*(torch.where(keep, n, o) for n, o in zip(step.state, state, strict=True)))
+    return state
+
+
+# ---------------------------------------------------------------------------
+# Hand-computed bandit
+# ---------------------------------------------------------------------------
+
+PRIOR = torch.tensor([0.1, 0.4, 0.1, 0.1, 0.1, 0.1, 0.1])
+
+
+def bandit_fn(boards: torch.Tensor):
+    """Prior PRIOR everywhere. Value (side to move's view): empty board 0; one stone in
+    column 2 +0.6, one stone elsewhere -0.2; two stones 0.1."""
+    stones = (boards != 0).sum((1, 2))  # (B,)
+    in_col2 = (boards[:, :, 1] != 0).sum(1) == 1
+    value = torch.where(stones == 2, 0.1, torch.where(in_col2, 0.6, -0.2))
+    value = torch.where(stones == 0, 0.0, value)
+    return PRIOR.log().expand(boards.shape[0], 7), value
+
+
+def test_bandit_by_hand():
+    # c_puct = 1, root = empty board, root N = 1 after its own evaluation (value 0).
+    # sim 1: scores = P * sqrt(1) / 1 -> column 2 (0.4). Leaf value +0.6 for the
+    #        opponent = -0.6 for the root player.
+    # sim 2: col 2: -0.6 + 0.4 * sqrt(2) / 2 = -0.317; others 0.1 * sqrt(2) = 0.141
+    #        -> column 1 (ties go to the lowest). Leaf -0.2 for the opponent = +0.2.
+    # sim 3: col 1: 0.2 + 0.1 * sqrt(3) / 2 = 0.287 beats 0.173 and -0.254 -> descend
+    #        into column 1's node (N = 1): scores = P -> its column 2. Two stones: 0.1
+    #        for the root player's side to move again = +0.1 for the root player.
+    # visits [2, 1, 0, ...]; root value = (0 - 0.6 + 0.2 + 0.1) / 4 = -0.075.
+    cfg = MCTSConfig(sims=3, c_puct=1.0)
+    result = search(initial_state(1), bandit_fn, cfg)
+    assert result.visit_counts.tolist() == [[2, 1, 0, 0, 0, 0, 0]]
+    assert result.root_value.item() == pytest.approx(-0.075, abs=1e-6)
+    tree = result.tree
+    assert tree.action[0, 1:4].tolist() == [1, 0, 1]  # node i was created by simulation i
+    assert tree.local(tree.parent[0, 1:4]).tolist() == [ROOT_INDEX, ROOT_INDEX, 2]
+    assert tree.visits[0, :4].tolist() == [4, 1, 2, 1]
+    # value sums from the view of the player who moved into each node
+    torch.testing.assert_close(tree.value_sum[0, 1:4], torch.tensor([-0.6, 0.3, -0.1]))
+    counts, value = reference_mcts(0, 0, bandit_fn, cfg)
+    assert counts == [2, 1, 0, 0, 0, 0, 0] and value == pytest.approx(-0.075, abs=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Tactics
+# ---------------------------------------------------------------------------
+
+
+def test_mate_in_one_and_forced_block():
+    # "232323": X (to move) has three in column 2 and wins there (0-based 1).
+    #   . . . . . . .
+    #   . . . . . . .
+    #   . . . . . . .
+    #   . X O . . . .
+    #   . X O . . . .
+    #   . X O . . . .
+    # "41414": O to move must block the vertical three in column 4 (0-based 3).
+    # "16263": O to move must block the horizontal three at column 4 (0-based 3).
+    #   . . . . . . .
+    #   . . . . . . .
+    #   . . . . . . .
+    #   . . . . . . .
+    #   . . . . . X .
+    #   O O O . . X .      (O = the side that made the last move, X to move)
+    state = state_from_moves(["232323", "41414", "16263"])
+    result = search(state, uniform_fn, MCTSConfig(sims=64))
+    assert result.visit_counts.argmax(1).tolist() == [1, 3, 3]
+    assert result.root_value[0].item() > 0.8
+
+
+def test_visit_counts_sum_to_sims_and_finished_games_are_no_ops():
+    state = state_from_moves(["", "4453", "1212121", "4444"])  # game 2 is won by X
+    result = search(state, pure_fn, MCTSConfig(sims=25))
+    assert result.visit_counts.sum(1).tolist() == [25, 25, 0, 25]
+    assert result.root_value[2].item() == 0.0
+    assert result.visit_counts.dtype == torch.int32
+
+
+def test_full_columns_are_never_visited():
+    state = state_from_moves(["444444", "444444111111", "444444111111777777"])
+    result = search(state, uniform_fn, MCTSConfig(sims=300))
+    counts = result.visit_counts
+    assert counts[:, 3].sum() == 0 and counts[1:, 0].sum() == 0 and counts[2, 6] == 0
+    assert counts.sum(1).tolist() == [300] * 3
+    # No node anywhere in the tree was reached through a full column:
+    tree = result.tree
+    real = tree.visits[:, 1:] > 0  # (B, N - 1) created nodes
+    parent_mask = tree.mask.view(-1)[tree.parent[:, 1:]]  # (B, N - 1)
+    top = torch.tensor([top_mask_col(c) for c in range(WIDTH)])[tree.action[:, 1:].clamp(0)]
+    assert bool(((parent_mask & top) == 0)[real].all())
+
+
+def test_mixed_plies_batch_independence():
+    positions = random_positions(12, 30, seed=3)
+    finished = state_from_moves(["1212121"])
+    batch = State(*(torch.cat([a, b]) for a, b in zip(positions, finished, strict=True)))
+    cfg = MCTSConfig(sims=40)
+    together = search(batch, pure_fn, cfg)
+    for i in range(12):
+        alone = search(positions.take(torch.tensor([i])), pure_fn, cfg)
+        assert torch.equal(alone.visit_counts[0], together.visit_counts[i])
+        assert alone.root_value[0].item() == together.root_value[i].item()
+
+
+def test_matches_the_slow_reference():
+    torch.manual_seed(0)
+    model = build_model("tiny")
+    for m in model.modules():  # non-trivial BN statistics so outputs vary
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.normal_(0, 0.5)
+            m.running_var.uniform_(0.5, 2)
+    evaluate_fn = model_evaluate_fn(model)
+    state = random_positions(12, 32, seed=5)
+    cfg = MCTSConfig(sims=30, c_puct=1.25)
+    result = search(state, evaluate_fn, cfg)
+    for i in range(12):
+        counts, value = reference_mcts(int(state.position[i]), int(state.mask[i]), evaluate_fn, cfg)
+        assert counts == result.visit_counts[i].tolist()
+        assert value == pytest.approx(result.root_value[i].item(), abs=1e-4)
+
+
+# ---------------------------------------------------------------------------
+# Brute-force negamax oracle on near-end positions
+# ---------------------------------------------------------------------------
+
+
+@functools.cache
+def negamax(position: int, mask: int) -> int:
+    """Game value (+1 win, 0 draw, -1 loss) for the side to move. Unbatched, brute force."""
+    if alignment(position ^ mask):
+        return -1
+    if mask == BOARD_MASK:
+        return 0
+    best = -1
+    for c in range(WIDTH):
+        if mask & top_mask_col(c):
+            continue
+        new_mask = mask | (mask + bottom_mask_col(c))
+        best = max(best, -negamax((position | (new_mask ^ mask)) ^ new_mask, new_mask))
+        if best == 1:
+            break
+    return best
+
+
+def move_values(position: int, mask: int) -> dict[int, int]:
+    out = {}
+    for c in range(WIDTH):
+        if not mask & top_mask_col(c):
+            new_mask = mask | (mask + bottom_mask_col(c))
+            out[c] = -negamax((position | (new_mask ^ mask)) ^ new_mask, new_mask)
+    return out
+
+
+def near_end_positions(count: int, empty: int, seed: int) -> list[str]:
+    """Random unfinished games with ``empty`` empty cells where the move choice matters."""
+    gen = torch.Generator().manual_seed(seed)
+    found: list[str] = []
+    while len(found) < count:
+        moves = ""
+        pos, mask = 0, 0
+        while len(moves) < 42 - empty:
+            legal = [c for c in range(WIDTH) if not mask & top_mask_col(c)]
+            c = legal[int(torch.randint(len(legal), (1,), generator=gen))]
+            nxt = moves + str(c + 1)
+            pos, mask = moves_to_bitboards(nxt)
+            if alignment(pos ^ mask):
+                break
+            moves = nxt
+        if (
+            len(moves) == 42 - empty
+            and len(set(move_values(*moves_to_bitboards(moves)).values())) > 1
+        ):
+            found.append(moves)
+    return found
+
+
+def test_uniform_prior_search_is_solver_optimal_near_the_end():
+    games = near_end_positions(12, empty=8, seed=11)
+    state = state_from_moves(games)
+    result = search(state, uniform_fn, MCTSConfig(sims=1500))
+    chosen = result.visit_counts.argmax(1).tolist()
+    for moves, col in zip(games, chosen, strict=True):
+        values = move_values(*moves_to_bitboards(moves))
+        assert values[col] == max(values.values()), (moves, values, col)
+
+
+# ---------------------------------------------------------------------------
+# Noise, config, player
+# ---------------------------------------------------------------------------
+
+
+def test_dirichlet_noise_is_seeded_and_legal():
+    legal = torch.tensor([[True] * 7, [False, True, True, False, True, False, False]]).repeat(
+        500, 1
+    )
+    a = sample_dirichlet(legal, 0.5, torch.Generator().manual_seed(0))
+    b = sample_dirichlet(legal, 0.5, torch.Generator().manual_seed(0))
+    assert torch.equal(a, b)
+    torch.testing.assert_close(a.sum(1), torch.ones(1000))
+    assert bool((a[~legal] == 0).all()) and bool((a[legal] >= 0).all())
+    # mean 1/k per legal column; variance of Dir(alpha) component: (1/k)(1-1/k)/(k*alpha+1)
+    torch.testing.assert_close(a[1::2, 1].mean(), torch.tensor(1 / 3), atol=0.04, rtol=0)
+    var = (1 / 3) * (2 / 3) / (3 * 0.5 + 1)
+    assert a[1::2, 1].var().item() == pytest.approx(var, rel=0.2)
+
+
+def test_noise_changes_the_search_deterministically():
+    state = initial_state(4)
+    cfg = MCTSConfig(sims=30, dirichlet_eps=0.5, dirichlet_alpha=0.3)
+    runs = [search(state, pure_fn, cfg, torch.Generator().manual_seed(s)) for s in (1, 1, 2)]
+    assert torch.equal(runs[0].visit_counts, runs[1].visit_counts)
+    assert not torch.equal(runs[0].visit_counts, runs[2].visit_counts)
+    assert runs[0].visit_counts.sum().item() == 120
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"sims": 0}, "sims"),
+        ({"sims": 2.5}, "sims"),
+        ({"c_puct": 0}, "c_puct"),
+        ({"dirichlet_alpha": -1}, "dirichlet_alpha"),
+        ({"dirichlet_eps": 1.5}, "dirichlet_eps"),
+    ],
+)
+def test_config_validation(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        MCTSConfig(**kwargs)
+
+
+def test_mcts_player_wins_and_accepts_a_model():
+    state = state_from_moves(["232323", "16263"])
+    player = MCTSPlayer(uniform_fn, MCTSConfig(sims=64))
+    assert player.act(state).tolist() == [1, 3]
+    model_player = MCTSPlayer(build_model("tiny"), MCTSConfig(sims=4), temperature=1.0)
+    actions = model_player.act(state, torch.Generator().manual_seed(0))
+    assert actions.shape == (2,) and bool(((actions >= 0) & (actions < 7)).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    state = random_positions(8, 20, seed=2)
+    cuda_state = State(*(x.cuda() for x in state))
+
+    def cuda_fn(boards):
+        logits, value = pure_fn(boards.cpu())
+        return logits.cuda(), value.cuda()
+
+    cpu = search(state, pure_fn, MCTSConfig(sims=30))
+    gpu = search(cuda_state, cuda_fn, MCTSConfig(sims=30))
+    assert torch.equal(cpu.visit_counts, gpu.visit_counts.cpu())
