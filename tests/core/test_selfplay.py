@@ -1,0 +1,178 @@
+"""Self-play: z targets on worked examples, schema, determinism, sharding, end to end."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from connect_zero_pipeline.core.bitboard import State, play, popcount
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.selfplay import (
+    COLUMNS,
+    SelfPlayConfig,
+    backward_z,
+    games_per_slot,
+    merge_shards,
+    self_play,
+    shard_slots,
+    slot_keys,
+    slot_uniforms,
+)
+
+_W = torch.tensor([[2, -3, 5, 1, -1, 4, -2]]).repeat(6, 1) * torch.arange(1, 7).view(6, 1)
+
+
+def pure_fn(boards: torch.Tensor):
+    """Deterministic row-wise evaluator in integer arithmetic (exactly batch-invariant)."""
+    s = boards.long() * _W  # (B, 6, 7)
+    return s.sum(1).float() / 6.0, torch.tanh(s.sum((1, 2)).float() / 30.0)
+
+
+SMALL = SelfPlayConfig(num_games=6, sims=6, moves_per_gen=24, temp_cutoff=4, seed=7)
+
+
+def test_backward_z_worked_examples():
+    # Three slots recorded over 6 steps (T = 6, G = 3):
+    #   slot 0: a 2-ply game won by its 2nd move (steps 0-1), then a 4-ply win (steps 2-5)
+    #   slot 1: a draw ending at step 3, then an unfinished game (steps 4-5: dropped)
+    #   slot 2: a 5-ply win ending at step 4 (the first mover wins), then an unfinished
+    #           game (step 5: dropped)
+    done = torch.zeros(6, 3, dtype=torch.bool)
+    reward = torch.zeros(6, 3)
+    done[1, 0] = done[5, 0] = True
+    reward[1, 0] = reward[5, 0] = 1.0
+    done[3, 1] = True  # draw: reward 0
+    done[4, 2] = True
+    reward[4, 2] = 1.0
+    z, complete = backward_z(done, reward)
+    expected = torch.tensor(
+        [
+            [-1.0, 0.0, 1.0],  # slot 0: the winner's opponent moved first: -1
+            [1.0, 0.0, -1.0],  # the winning move
+            [-1.0, 0.0, 1.0],
+            [1.0, 0.0, -1.0],
+            [-1.0, 0.0, 1.0],
+            [1.0, 0.0, 0.0],
+        ]
+    )
+    torch.testing.assert_close(z, expected)
+    assert complete.T.tolist() == [
+        [True] * 6,
+        [True] * 4 + [False] * 2,
+        [True] * 5 + [False],
+    ]
+
+
+def test_backward_z_rejects_bad_shapes():
+    with pytest.raises(ValueError, match=r"\[T, G\]"):
+        backward_z(torch.zeros(3, dtype=torch.bool), torch.zeros(3))
+
+
+def test_slot_streams_are_uniform_and_keyed():
+    keys = slot_keys(5, 0, torch.arange(4))
+    u = slot_uniforms(keys, step=3, count=20_000)
+    assert bool(((u > 0) & (u < 1)).all())
+    assert u.mean().item() == pytest.approx(0.5, abs=0.01)
+    assert torch.equal(u, slot_uniforms(slot_keys(5, 0, torch.arange(4)), 3, 20_000))
+    assert not torch.equal(u[0], u[1])  # slots differ
+    assert not torch.equal(u, slot_uniforms(keys, 4, 20_000))  # steps differ
+    assert not torch.equal(keys, slot_keys(5, 1, torch.arange(4)))  # generations differ
+
+
+def _check_table(df: pd.DataFrame, cfg: SelfPlayConfig, generation: int = 0):
+    assert list(df.columns) == list(COLUMNS)
+    assert {k: str(v) for k, v in df.dtypes.items()} == COLUMNS
+    assert len(df) > 0 and bool((df.generation == generation).all())
+    pi = df[[f"pi_{c}" for c in range(1, 8)]].to_numpy()
+    assert abs(pi.sum(1) - 1).max() < 1e-5
+    sims_grid = pi * cfg.sims  # visit counts: integers
+    assert abs(sims_grid - sims_grid.round()).max() < 1e-4
+    assert bool((pi[range(len(df)), df.action.to_numpy()] > 0).all())  # played moves were visited
+    assert df.ply.tolist() == [popcount(int(m)) for m in df["mask"]]
+    assert set(df.z.unique()) <= {-1.0, 0.0, 1.0}
+    assert bool(df.root_value.abs().le(1).all())
+    assert not df.duplicated(["game", "ply"]).any()
+    assert df.equals(df.sort_values(["game", "ply"], ignore_index=True))
+    for _, game in df.groupby("game"):
+        assert game.ply.tolist() == list(range(len(game)))  # complete games from the empty board
+        z = game.z.to_numpy()
+        assert (z[:-1] == -z[1:]).all()  # negamax: the sign flips every ply
+        last = game.iloc[-1]
+        state = State(
+            torch.tensor([int(last.position)]), torch.tensor([int(last["mask"])]), torch.tensor([0])
+        )
+        step = play(state, torch.tensor([int(last.action)]))
+        assert bool(step.done[0]) and step.reward[0].item() == last.z  # +1 win or 0 draw
+
+
+def test_schema_and_invariants_with_a_pure_evaluator():
+    df = self_play(SMALL, pure_fn, generation=3)
+    _check_table(df, SMALL, generation=3)
+    stride = games_per_slot(SMALL.moves_per_gen)
+    assert df.game.floordiv(stride).max() < SMALL.num_games
+
+
+def test_same_seed_same_table_and_seed_matters():
+    a = self_play(SMALL, pure_fn)
+    b = self_play(SMALL, pure_fn)
+    c = self_play(SelfPlayConfig(**{**SMALL.__dict__, "seed": 8}), pure_fn)
+    assert a.equals(b)
+    assert not a.equals(c)
+
+
+@pytest.mark.parametrize("num_shards", [2, 4])
+def test_shards_merge_into_the_single_shard_table(num_shards):
+    whole = self_play(SMALL, pure_fn)
+    parts = [
+        self_play(SMALL, pure_fn, shard_index=i, num_shards=num_shards) for i in range(num_shards)
+    ]
+    assert merge_shards(parts).equals(whole)
+    assert [len(shard_slots(6, i, num_shards)) for i in range(num_shards)] == (
+        [3, 3] if num_shards == 2 else [1, 2, 1, 2]
+    )
+
+
+def test_temperature_cutoff_controls_sampling():
+    greedy = SelfPlayConfig(**{**SMALL.__dict__, "temp_cutoff": 0, "dirichlet_eps": 0.0})
+    df = self_play(greedy, pure_fn)
+    # Without noise and sampling, every slot plays the same deterministic first game.
+    first_moves = df[df.ply == 0].action
+    assert first_moves.nunique() == 1
+    sampled = self_play(SMALL, pure_fn)
+    assert sampled[sampled.ply == 0].action.nunique() > 1
+
+
+def test_tiny_model_end_to_end_with_progress():
+    torch.manual_seed(0)
+    cfg = SelfPlayConfig(num_games=8, sims=8, moves_per_gen=20, seed=1)
+    calls = []
+    df = self_play(
+        cfg, model=build_model("tiny"), progress=lambda t, total: calls.append((t, total))
+    )
+    _check_table(df, cfg)
+    assert calls[-1] == (20, 20) and len(calls) == 20
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"num_games": 0}, "num_games"),
+        ({"sims": -1}, "sims"),
+        ({"moves_per_gen": 1.5}, "moves_per_gen"),
+        ({"temp_cutoff": -1}, "temp_cutoff"),
+        ({"c_puct": 0}, "c_puct"),
+        ({"dirichlet_eps": 2}, "dirichlet_eps"),
+        ({"seed": "x"}, "seed"),
+    ],
+)
+def test_config_validation(kwargs, field):
+    with pytest.raises(ValueError, match=f"SelfPlayConfig.{field}"):
+        SelfPlayConfig(**kwargs)
+
+
+def test_needs_exactly_one_evaluator():
+    with pytest.raises(ValueError, match="exactly one"):
+        self_play(SMALL)
+    with pytest.raises(ValueError, match="shard_index"):
+        self_play(SMALL, pure_fn, shard_index=2, num_shards=2)
