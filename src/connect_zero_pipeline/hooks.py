@@ -1,21 +1,40 @@
-"""Project hooks.
+"""Project hooks: per-generation MLflow child runs, and a clean MLflow run stack.
 
-``MlflowRunStackHook`` keeps the MLflow run stack clean. kedro-mlflow reopens
-its run at every node (for thread safety), which pushes the same run onto
-MLflow's stack again; after the run only one entry is popped. In a process
-that runs several sessions (tests, notebooks) the next session would then log
-into the stale run. This hook runs after kedro-mlflow's own and ends every run
-still on the stack: FINISHED after success, FAILED after an error.
+``GenerationRunsHook``. kedro-mlflow opens one run per ``kedro run`` (the
+parent). For every generation namespace (``gen_001``, ...) this hook opens a
+child run through ``MlflowClient`` (tag ``mlflow.parentRunId``), never through
+MLflow's active-run stack, so the stack kedro-mlflow manages is untouched. A
+child run gets the generation's parameters, every ``*_metrics`` output of its
+nodes (also logged on the parent with ``step = generation``, for curves) and
+its model file. It is ended FINISHED when the generation's last node in this
+run completes, or FAILED if the pipeline fails. Pipeline-level outputs
+(``learning_curves``) are logged on the parent.
+
+``MlflowRunStackHook``. kedro-mlflow reopens its run at every node (for thread
+safety), which pushes the same run onto MLflow's stack again; after the run
+only one entry is popped. In a process that runs several sessions (tests,
+notebooks) the next session would log into the stale run. This hook runs last
+and ends every run still on the stack: FINISHED after success, FAILED after an
+error.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
 
 import mlflow
 from kedro.framework.hooks import hook_impl
+from mlflow.entities import Param
+from mlflow.tracking import MlflowClient
 
 log = logging.getLogger(__name__)
+
+_GEN = re.compile(r"^gen_(\d{3,})$")
 
 
 def end_all_runs(status: str) -> int:
@@ -25,6 +44,107 @@ def end_all_runs(status: str) -> int:
         mlflow.end_run(status)
         ended += 1
     return ended
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+class GenerationRunsHook:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._client: MlflowClient | None = None
+        self._parent: str | None = None
+        self._experiment: str | None = None
+        self._children: dict[str, str] = {}  # namespace -> child run id
+        self._pending: dict[str, set[str]] = {}  # namespace -> node names not yet done
+
+    @hook_impl(trylast=True)  # after kedro-mlflow opened the parent run
+    def before_pipeline_run(self, run_params: dict, pipeline) -> None:
+        self._reset()
+        run = mlflow.active_run()
+        if run is None:  # tracking disabled for this pipeline
+            return
+        self._client = MlflowClient()
+        self._parent = run.info.run_id
+        self._experiment = run.info.experiment_id
+        for node in pipeline.nodes:
+            if node.namespace and _GEN.match(node.namespace):
+                self._pending.setdefault(node.namespace, set()).add(node.name)
+
+    def _child(self, namespace: str, params: dict[str, Any]) -> str:
+        with self._lock:
+            if namespace not in self._children:
+                generation = int(_GEN.match(namespace).group(1))
+                run = self._client.create_run(
+                    self._experiment,
+                    run_name=namespace,
+                    tags={"mlflow.parentRunId": self._parent, "generation": str(generation)},
+                )
+                self._children[namespace] = run.info.run_id
+                self._client.log_param(run.info.run_id, "generation", generation)
+            run_id = self._children[namespace]
+        batch = [Param(k, str(v)[:6000]) for k, v in _flatten(params).items()]
+        if batch:
+            self._client.log_batch(run_id, params=batch)
+        return run_id
+
+    @hook_impl
+    def after_node_run(self, node, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        if self._client is None:
+            return
+        if node.namespace and _GEN.match(node.namespace):
+            self._log_generation_node(node, inputs, outputs)
+        elif "learning_curves" in outputs:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "learning_curves.png"
+                outputs["learning_curves"].savefig(path, dpi=120)
+                self._client.log_artifact(self._parent, str(path), "plots")
+
+    def _log_generation_node(self, node, inputs, outputs) -> None:
+        namespace = node.namespace
+        generation = int(_GEN.match(namespace).group(1))
+        params = {k.split(":", 1)[1]: v for k, v in inputs.items() if k.startswith("params:")}
+        run_id = self._child(namespace, params)
+        for name, value in outputs.items():
+            local = name.split(".", 1)[1] if "." in name else name
+            if local.endswith("_metrics") and isinstance(value, dict):
+                stage = local[: -len("_metrics")]
+                for key, metric in value.items():
+                    if isinstance(metric, (int, float)):
+                        full = f"{stage}.{key}" if stage != "eval" else key
+                        self._client.log_metric(run_id, full, float(metric), step=generation)
+                        self._client.log_metric(self._parent, full, float(metric), step=generation)
+            elif local in ("model", "candidate") and hasattr(value, "state_dict"):
+                from .core.checkpoint import save_model
+
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / f"{local}.pt"
+                    save_model(value, path, getattr(value, "meta", None))
+                    self._client.log_artifact(run_id, str(path), "model")
+        pending = self._pending.get(namespace)
+        if pending is not None:
+            pending.discard(node.name)
+            if not pending:
+                self._client.set_terminated(run_id, "FINISHED")
+
+    @hook_impl
+    def on_pipeline_error(self) -> None:
+        if self._client is None:
+            return
+        for namespace, run_id in self._children.items():
+            if self._pending.get(namespace):
+                self._client.set_terminated(run_id, "FAILED")
 
 
 class MlflowRunStackHook:

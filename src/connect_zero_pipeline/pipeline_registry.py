@@ -13,5 +13,7 @@ def register_pipelines() -> dict[str, Pipeline]:
     automatically. The default pipeline is the main job.
     """
     pipelines = find_pipelines(raise_errors=True)
-    pipelines["__default__"] = pipelines["baselines"]
+    # `kedro run --pipelines=X` makes find_pipelines load only X.
+    if "alphazero" in pipelines:
+        pipelines["__default__"] = pipelines["alphazero"]
     return pipelines

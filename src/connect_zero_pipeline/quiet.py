@@ -14,6 +14,9 @@ import warnings
 KNOWN_WARNINGS = [
     # omegaconf deprecates the resolver API that kedro and kedro-mlflow still call.
     (r"register_new_resolver\(\) is deprecated", UserWarning, r"(kedro|kedro_mlflow)\..*"),
+    # Generation k reads gen_{k-1}.model: a dataset of another namespace, by design (the
+    # names come from Kedro's own namespacing); Kedro warns about any such dotted name.
+    (r"One or more dataset names contain '\.' characters", UserWarning, r"kedro\..*"),
 ]
 
 # (logger name, substring): log records dropped by a filter. mlflow's type-hint
@@ -23,6 +26,7 @@ KNOWN_LOG_RECORDS = [
     ("py.warnings", "Add type hints to the `predict` method"),
     ("py.warnings", "Any type hint is inferred as AnyType"),
     ("py.warnings", "register_new_resolver() is deprecated"),
+    ("py.warnings", "One or more dataset names contain '.' characters"),
     # kedro-mlflow swaps its MLflow datasets in the catalog at the start of a run.
     ("kedro.io.data_catalog", "Replacing dataset"),
 ]

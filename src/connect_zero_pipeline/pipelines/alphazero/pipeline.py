@@ -1,0 +1,116 @@
+"""``alphazero``: init_model, then N generations of self_play -> train -> evaluate.
+
+The loop is unrolled at registry time (design §5). Generation ``k`` lives in
+the namespace ``gen_{k:03d}``:
+
+- ``gen_k.self_play``: ``gen_{k-1}.model`` -> ``gen_k.games``, ``gen_k.selfplay_metrics``
+- ``gen_k.train``: ``gen_{k-1}.model`` + ``gen_{k-B+1..k}.games`` -> ``gen_k.candidate``, ``gen_k.train_metrics``
+- ``gen_k.evaluate``: ``gen_k.candidate``, ``gen_{k-1}.model``, ``pons_positions``
+  -> ``gen_k.model`` (the candidate, or the previous model when gating rejects it),
+  ``gen_k.eval_metrics``
+
+Dataset factories in ``catalog.yml`` make each of these a versioned entry.
+"""
+
+from __future__ import annotations
+
+from functools import partial, update_wrapper
+
+from kedro.pipeline import Node, Pipeline
+
+from ..evaluate.nodes import evaluate_generation
+from ..selfplay.nodes import generate_games, init_model
+from ..train.nodes import train_generation
+from .report import plot_learning_curves
+from .structure import generation_name, structure
+
+
+def _bind(func, **kwargs):
+    """``partial`` that keeps the function's name and docs (for kedro-viz)."""
+    return update_wrapper(partial(func, **kwargs), func)
+
+
+def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipeline:
+    """Generation ``k``: a template pipeline namespaced as ``gen_{k:03d}``.
+
+    Outputs (``games``, ``candidate``, ``model``, ``*_metrics``) get the
+    namespace prefix from Kedro; the previous model, the earlier generations
+    of the replay window and the solver set are mapped in.
+    """
+    gen, prev = generation_name(k), generation_name(k - 1)
+    earlier = range(max(1, k - buffer_gens + 1), k)  # window generations before this one
+    window = [f"window_{j}" for j in earlier] + ["games"]
+    template = Pipeline(
+        [
+            Node(
+                _bind(generate_games, generation=k),
+                inputs=["previous_model", "params:selfplay"],
+                outputs=["games", "selfplay_metrics"],
+                name="self_play",
+                tags=["selfplay"],
+            ),
+            Node(
+                _bind(train_generation, generation=k, num_generations=num_generations),
+                inputs=["previous_model", "params:train", *window],
+                outputs=["candidate", "train_metrics"],
+                name="train",
+                tags=["train"],
+            ),
+            Node(
+                _bind(evaluate_generation, generation=k),
+                inputs=["candidate", "previous_model", "pons_positions", "params:evaluate"],
+                outputs=["model", "eval_metrics"],
+                name="evaluate",
+                tags=["evaluate"],
+            ),
+        ]
+    )
+    return Pipeline(
+        template,
+        namespace=gen,
+        inputs={
+            "previous_model": f"{prev}.model",
+            "pons_positions": "pons_positions",
+            **{f"window_{j}": f"{generation_name(j)}.games" for j in earlier},
+        },
+        parameters={"params:selfplay", "params:train", "params:evaluate"},
+    )
+
+
+def init_pipeline() -> Pipeline:
+    """``gen_000.init_model``: the initial network, ``gen_000.model``."""
+    template = Pipeline(
+        [
+            Node(
+                init_model,
+                inputs="params:model",
+                outputs="model",
+                name="init_model",
+                tags=["selfplay", "init"],
+            )
+        ]
+    )
+    return Pipeline(template, namespace=generation_name(0), parameters={"params:model"})
+
+
+def report_pipeline(num_generations: int) -> Pipeline:
+    metrics = [f"{generation_name(k)}.eval_metrics" for k in range(1, num_generations + 1)]
+    return Pipeline(
+        [
+            Node(
+                plot_learning_curves,
+                inputs=metrics,
+                outputs="learning_curves",
+                name="plot_learning_curves",
+                tags=["report"],
+            )
+        ]
+    )
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    num_generations, buffer_gens = structure()
+    pipe = init_pipeline()
+    for k in range(1, num_generations + 1):
+        pipe += generation_pipeline(k, num_generations, buffer_gens)
+    return pipe + report_pipeline(num_generations)

@@ -1,0 +1,14 @@
+"""``train``: the train stage of every generation, a slice of the ``alphazero`` DAG.
+
+Rerun one generation's stage with
+``kedro run --pipelines=train --namespaces=gen_003``; it reads and writes the
+same versioned datasets as ``alphazero``.
+"""
+
+from kedro.pipeline import Pipeline
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    from ..alphazero.pipeline import create_pipeline as create_alphazero  # avoids an import cycle
+
+    return create_alphazero().only_nodes_with_tags("train")
