@@ -39,6 +39,7 @@ from .bitboard import (
     H1,
     HEIGHT,
     WIDTH,
+    is_terminal,
     mirror_bitboard,
     moves_to_bitboards,
 )
@@ -410,6 +411,8 @@ def collect_positions(games: Sequence[str], min_ply: int) -> pd.DataFrame:
         for ply in range(min_ply, len(game)):  # prefixes only: the final position is finished
             prefix = game[:ply]
             p, m = moves_to_bitboards(prefix)
+            if is_terminal(p, m):  # a game listed past its end: nothing more to collect
+                break
             key = p + m + BOTTOM_MASK
             if key not in rows:
                 rows[key] = (prefix, ply, p, m)
