@@ -1,0 +1,302 @@
+"""ONNX export of a Connect-4 model and its parity check against torch.
+
+The exported graph keeps the model protocol of design §3::
+
+    board int8 [B, 6, 7]  ->  logits float32 [B, 7], value float32 [B]
+
+with ``B`` a dynamic dimension named ``batch``. The input planes are built
+inside the graph from the int8 board (as in ``forward``), so every consumer
+(onnxruntime in Python, onnxruntime-web in the play page) feeds the same int8
+boards the engine produces.
+
+Exporter choice: torch's dynamo exporter (``torch.onnx.export(dynamo=True)``,
+the default in torch >= 2.9, built on onnxscript) at opset 18, its native
+opset. Its graph is clean: BatchNorm is folded into the convolutions by
+``ONNXProgram.optimize()``, the batch dimension is a named symbol, and the
+input keeps its int8 type. The legacy TorchScript exporter (``dynamo=False``)
+also gives a correct graph but is deprecated, emits TracerWarnings on the
+model's Python shape checks and adds Identity/Constant noise; asking the
+dynamo exporter for opset 17 goes through a lossy version converter, so we
+stay at 18 (onnxruntime >= 1.14 and onnxruntime-web run it).
+
+Parity: :func:`check_parity` runs torch and onnxruntime on random legal
+positions from the batched engine and raises :class:`ParityError`, naming the
+largest difference, when either head differs by more than ``atol``.
+
+Shapes: B = batch of positions, A = 7 columns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .bitboard import HEIGHT, WIDTH, initial_state, play, random_legal_actions, to_boards
+
+log = logging.getLogger(__name__)
+
+INPUT_NAME = "board"
+OUTPUT_NAMES = ("logits", "value")
+BATCH_DIM = "batch"
+DEFAULT_OPSET = 18
+MIN_OPSET = 18  # the dynamo exporter's lowest native opset (17 would need a lossy conversion)
+
+# ONNX TensorProto element types used in the signature check.
+_INT8, _FLOAT = 3, 1
+
+
+class ParityError(ValueError):
+    """onnxruntime and torch disagree on the exported model by more than the tolerance."""
+
+
+@dataclass(frozen=True)
+class ParityReport:
+    """Largest absolute differences between torch and onnxruntime outputs."""
+
+    num_positions: int
+    max_abs_diff_logits: float
+    max_abs_diff_value: float
+    atol: float
+
+    @property
+    def max_abs_diff(self) -> float:
+        return max(self.max_abs_diff_logits, self.max_abs_diff_value)
+
+    @property
+    def ok(self) -> bool:
+        return self.max_abs_diff <= self.atol
+
+
+class _ExportWrapper(nn.Module):
+    """Pins the exported signature: one ``board`` input, two named outputs."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, board: torch.Tensor):
+        logits, value = self.model(board)
+        return logits, value
+
+
+@contextlib.contextmanager
+def _quiet_exporter():
+    """Hide the dynamo exporter's known, harmless chatter (optional torchvision ops,
+    a pytree deprecation inside torch.export) for the duration of an export."""
+    names = ("torch.onnx._internal.exporter._registration", "torch.onnx._internal.exporter")
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def export_onnx(model: nn.Module, opset: int = DEFAULT_OPSET) -> bytes:
+    """Export ``model`` to ONNX bytes with the protocol signature and a dynamic batch.
+
+    Args:
+        model: any model following the protocol (``ResNet``, ``SimpleMLP``);
+            exported on CPU in eval mode (the caller's model is not modified).
+        opset: ONNX opset, ``>= 18``.
+
+    Returns:
+        A serialised ``onnx.ModelProto``: input ``board`` int8 ``[batch, 6, 7]``,
+        outputs ``logits`` float32 ``[batch, 7]`` and ``value`` float32 ``[batch]``.
+
+    Raises:
+        ValueError: for an opset below 18 or an exported graph whose signature
+            differs from the protocol (the message names the difference).
+    """
+    if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
+        raise ValueError(f"opset must be an integer >= {MIN_OPSET}, got {opset!r}")
+    wrapper = _ExportWrapper(copy.deepcopy(model).cpu()).eval()
+    example = torch.zeros(2, HEIGHT, WIDTH, dtype=torch.int8)  # (2, 6, 7); B=1 would specialise
+    with _quiet_exporter(), torch.no_grad():
+        program = torch.onnx.export(
+            wrapper,
+            (example,),
+            input_names=[INPUT_NAME],
+            output_names=list(OUTPUT_NAMES),
+            dynamic_shapes={"board": {0: torch.export.Dim(BATCH_DIM)}},
+            opset_version=opset,
+            dynamo=True,
+            verbose=False,
+        )
+        program.optimize()  # constant folding: BatchNorm into Conv
+    proto = program.model_proto
+    # The file describes itself: the architecture config and meta travel with the graph.
+    for key, value in (
+        ("connect_zero.config", getattr(model, "config", None)),
+        ("connect_zero.meta", getattr(model, "meta", None) or {}),
+    ):
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, json.dumps(value, sort_keys=True, default=str)
+    data = proto.SerializeToString()
+    check_signature(data)
+    return data
+
+
+def onnx_info(model_bytes: bytes) -> dict[str, Any]:
+    """``{"config", "meta", "opset", "producer"}`` of an ONNX model exported by :func:`export_onnx`.
+
+    ``config`` and ``meta`` are ``None`` / ``{}`` for a foreign ONNX file.
+    """
+    import onnx
+
+    proto = onnx.load_from_string(model_bytes)
+    props = {p.key: p.value for p in proto.metadata_props}
+    opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    return {
+        "config": json.loads(props.get("connect_zero.config", "null")),
+        "meta": json.loads(props.get("connect_zero.meta", "{}")),
+        "opset": int(opset),
+        "producer": f"{proto.producer_name} {proto.producer_version}".strip(),
+    }
+
+
+def check_signature(model_bytes: bytes) -> None:
+    """Check an ONNX model's inputs and outputs against the protocol.
+
+    Raises:
+        ValueError: naming the input or output whose name, type or shape differs.
+    """
+    import onnx
+
+    proto = onnx.load_from_string(model_bytes)
+
+    def describe(vi) -> tuple[str, int, list]:
+        t = vi.type.tensor_type
+        return vi.name, t.elem_type, [d.dim_param or d.dim_value for d in t.shape.dim]
+
+    inputs = [describe(vi) for vi in proto.graph.input]
+    outputs = [describe(vi) for vi in proto.graph.output]
+    want_in = [(INPUT_NAME, _INT8, [BATCH_DIM, HEIGHT, WIDTH])]
+    want_out = [
+        (OUTPUT_NAMES[0], _FLOAT, [BATCH_DIM, WIDTH]),
+        (OUTPUT_NAMES[1], _FLOAT, [BATCH_DIM]),
+    ]
+    if inputs != want_in:
+        raise ValueError(f"ONNX inputs (name, elem_type, shape) are {inputs}, expected {want_in}")
+    if outputs != want_out:
+        raise ValueError(
+            f"ONNX outputs (name, elem_type, shape) are {outputs}, expected {want_out}"
+        )
+
+
+def ort_session(model_bytes: bytes, threads: int | None = None):
+    """An onnxruntime CPU session with full graph optimisation.
+
+    Args:
+        model_bytes: a serialised ONNX model.
+        threads: intra-op threads (``None``: onnxruntime's default, one per core).
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3  # errors only
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def ort_evaluate(session, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run an ONNX session: ``int8 [B, 6, 7]`` -> ``(logits [B, 7], value [B])`` float32."""
+    logits, value = session.run(list(OUTPUT_NAMES), {INPUT_NAME: boards.astype(np.int8)})
+    return logits, value
+
+
+def random_positions(num_positions: int, seed: int = 0) -> torch.Tensor:
+    """``int8 [num_positions, 6, 7]`` boards from seeded random legal play (batched engine).
+
+    ``num_positions`` games are played in lock-step with uniformly random
+    legal moves; every unfinished position met on the way (empty board
+    included) is a candidate, and a seeded shuffle picks ``num_positions`` of
+    them. Finished positions are never included.
+    """
+    if isinstance(num_positions, bool) or not isinstance(num_positions, int) or num_positions < 1:
+        raise ValueError(f"num_positions must be an integer >= 1, got {num_positions!r}")
+    gen = torch.Generator().manual_seed(seed)
+    state = initial_state(num_positions)
+    live = torch.ones(num_positions, dtype=torch.bool)  # (B,)
+    b_boards: list[torch.Tensor] = []
+    while bool(live.any()):
+        state = state.take(live)  # drop finished games
+        b_boards.append(to_boards(state))  # (M, 6, 7)
+        step = play(state, random_legal_actions(state, gen), validate=False)
+        state, live = step.state, ~step.done
+    boards = torch.cat(b_boards)  # (sum M, 6, 7)
+    pick = torch.randperm(boards.shape[0], generator=gen)[:num_positions]
+    return boards[pick]
+
+
+def parity_report(
+    model: nn.Module, model_bytes: bytes, boards: torch.Tensor, atol: float = 1e-4
+) -> ParityReport:
+    """Compare torch and onnxruntime on ``boards`` (``int8 [B, 6, 7]``); never raises on a gap."""
+    session = ort_session(model_bytes)
+    model = copy.deepcopy(model).cpu().eval()  # the caller's model keeps its device and mode
+    with torch.inference_mode():
+        t_logits, t_value = model(boards.cpu())  # (B, 7), (B,)
+    o_logits, o_value = ort_evaluate(session, boards.cpu().numpy())
+    if o_logits.shape != tuple(t_logits.shape) or o_value.shape != tuple(t_value.shape):
+        raise ParityError(
+            f"ONNX output shapes {o_logits.shape}, {o_value.shape} differ from torch's "
+            f"{tuple(t_logits.shape)}, {tuple(t_value.shape)}"
+        )
+    return ParityReport(
+        num_positions=int(boards.shape[0]),
+        max_abs_diff_logits=float(np.abs(o_logits - t_logits.numpy()).max()),
+        max_abs_diff_value=float(np.abs(o_value - t_value.numpy()).max()),
+        atol=atol,
+    )
+
+
+def check_parity(
+    model: nn.Module,
+    model_bytes: bytes,
+    num_positions: int = 1000,
+    seed: int = 0,
+    atol: float = 1e-4,
+) -> ParityReport:
+    """The parity gate: torch vs onnxruntime on ``num_positions`` random legal positions.
+
+    Returns:
+        The :class:`ParityReport` when both heads agree within ``atol``.
+
+    Raises:
+        ParityError: naming the head(s) and the max abs difference above ``atol``.
+    """
+    report = parity_report(model, model_bytes, random_positions(num_positions, seed), atol)
+    if not report.ok:
+        raise ParityError(
+            f"ONNX export failed the parity gate on {report.num_positions} random legal "
+            f"positions (seed {seed}): max abs difference logits "
+            f"{report.max_abs_diff_logits:.3g}, value {report.max_abs_diff_value:.3g} > "
+            f"atol {atol:g}; the export is rejected"
+        )
+    log.info(
+        "ONNX parity on %d positions: max abs diff logits %.2e, value %.2e (atol %g)",
+        report.num_positions,
+        report.max_abs_diff_logits,
+        report.max_abs_diff_value,
+        atol,
+    )
+    return report

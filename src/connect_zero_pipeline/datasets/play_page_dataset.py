@@ -1,0 +1,80 @@
+"""``PlayPageDataset``: a versioned folder of static files (the offline play page)."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import fsspec
+from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
+
+
+class PlayPageDataset(AbstractVersionedDataset[dict[str, bytes], Path]):
+    """Saves ``{relative path: bytes}`` as files of one folder; loads that folder's path.
+
+    Example catalog entry::
+
+        play_page:
+          type: connect_zero_pipeline.datasets.PlayPageDataset
+          path: data/08_reporting/play
+          versioned: true
+
+    Versioned, a save writes ``data/08_reporting/play/<version>/play/index.html``
+    etc.; ``load()`` returns the folder of the requested (default: latest)
+    version, ready to be served (``python -m connect_zero_pipeline play --web``).
+    Only local paths are supported, since the folder is served from disk.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        version: Version | None = None,
+        metadata: dict[str, Any] | None = None,
+    ):
+        protocol, local = get_protocol_and_path(path, version)
+        if protocol != "file":
+            raise DatasetError(f"PlayPageDataset needs a local path, got {path!r}")
+        self._fs = fsspec.filesystem(protocol)
+        self.metadata = metadata
+        super().__init__(
+            filepath=PurePosixPath(local),
+            version=version,
+            exists_function=self._fs.exists,
+            glob_function=self._fs.glob,
+        )
+
+    def _describe(self) -> dict[str, Any]:
+        return {"path": self._filepath, "version": self._version}
+
+    def load(self) -> Path:
+        folder = Path(self._get_load_path())
+        if not (folder / "index.html").is_file():
+            raise DatasetError(f"{folder} is not a play page folder: it has no index.html")
+        return folder
+
+    def save(self, data: dict[str, bytes]) -> None:
+        if not isinstance(data, dict) or not data:
+            raise DatasetError("PlayPageDataset saves a non-empty dict {relative path: bytes}")
+        for name, content in data.items():
+            rel = PurePosixPath(name)
+            if rel.is_absolute() or ".." in rel.parts or not isinstance(content, bytes):
+                raise DatasetError(
+                    f"PlayPageDataset: bad entry {name!r} ({type(content).__name__}); "
+                    "keys are relative paths inside the folder, values bytes"
+                )
+        folder = Path(self._get_save_path())
+        for name, content in data.items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        self._invalidate_cache()
+
+    def _exists(self) -> bool:
+        try:
+            folder = self._get_load_path()
+        except DatasetError:
+            return False
+        return (Path(folder) / "index.html").is_file()
+
+    def _invalidate_cache(self) -> None:
+        self._fs.invalidate_cache(str(self._filepath))

@@ -1,0 +1,76 @@
+"""Thin adapters: parameters -> core export and parity gate -> ONNX, metrics, page files."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import onnx
+from torch import nn
+
+from ... import web
+from ...core.config import check, from_params
+from ...core.export import MIN_OPSET, check_parity, export_onnx, onnx_info
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    opset: int = 18
+    """ONNX opset of the export (>= 18, the dynamo exporter's native opset)."""
+    parity_positions: int = 1000
+    """Random legal positions (seeded random play) on which torch and onnxruntime must agree."""
+    parity_seed: int = 0
+    """Seed of those positions."""
+    parity_atol: float = 1e-4
+    """Largest allowed absolute difference of logits and values; above it nothing is written."""
+    ort_web_dir: str | None = None
+    """Folder with the onnxruntime-web files; ``None``: the npm cache in the package's web/."""
+
+    def __post_init__(self):
+        check(
+            isinstance(self.opset, int) and not isinstance(self.opset, bool)
+            and self.opset >= MIN_OPSET,
+            "opset", self.opset, f"an integer >= {MIN_OPSET}",
+        )  # fmt: skip
+        check(
+            isinstance(self.parity_positions, int) and self.parity_positions >= 1000,
+            "parity_positions", self.parity_positions, "an integer >= 1000",
+        )  # fmt: skip
+        check(
+            isinstance(self.parity_atol, (int, float)) and 0 < self.parity_atol <= 1e-3,
+            "parity_atol", self.parity_atol, "a number in (0, 1e-3]",
+        )  # fmt: skip
+
+
+def export_onnx_model(
+    model: nn.Module, params: dict
+) -> tuple[onnx.ModelProto, onnx.ModelProto, dict]:
+    """Export ``model`` to ONNX behind the parity gate.
+
+    Returns the ONNX model twice (the versioned file and the MLflow ONNX
+    model) and the parity metrics. Raises before returning, so nothing is
+    written, when the gate fails or the play page could not be built.
+    """
+    cfg = from_params(ExportConfig, params, "export")
+    web.ort_web_dist(cfg.ort_web_dir)  # the page node needs it: fail before writing anything
+    data = export_onnx(model, cfg.opset)
+    report = check_parity(model, data, cfg.parity_positions, cfg.parity_seed, cfg.parity_atol)
+    metrics = {
+        "parity_max_abs_diff_logits": report.max_abs_diff_logits,
+        "parity_max_abs_diff_value": report.max_abs_diff_value,
+        "parity_positions": float(report.num_positions),
+    }
+    log.info("Exported %s to ONNX opset %d (%d bytes)", model.config, cfg.opset, len(data))
+    proto = onnx.load_from_string(data)
+    return proto, proto, {k: {"value": v, "step": 0} for k, v in metrics.items()}
+
+
+def build_play_page(onnx_model: onnx.ModelProto, params: dict) -> dict[str, bytes]:
+    """The offline play page's files: the web assets, onnxruntime-web and the model."""
+    cfg = from_params(ExportConfig, params, "export")
+    data = onnx_model.SerializeToString()
+    files = web.page_files(data, onnx_info(data), cfg.ort_web_dir)
+    log.info("Play page: %d files, %.1f MB", len(files), sum(map(len, files.values())) / 1e6)
+    return files

@@ -1,0 +1,385 @@
+// Connect-Zero play page: a person against the exported network, fully offline.
+//
+// The model follows the project's protocol (design §3):
+//   board int8 [B, 6, 7] (row 0 at the top, +1 side to move, -1 opponent, 0 empty)
+//   -> logits float32 [B, 7], value float32 [B] (side to move's view, in [-1, 1]).
+// Illegal columns are masked here before any choice, never trusted to the model.
+//
+// State for tests and people: #board carries data-moves (the Pons move string,
+// 1-based columns), data-turn (loading | human | agent | over | error) and
+// data-result (win | loss | draw, the person's view). Query parameters:
+//   ?moves=4453      start from a position (validated)
+//   &colour=second   the person plays second (default: first)
+//   &agent=lookahead the agent searches 2 plies with its value head
+"use strict";
+
+(() => {
+  const ROWS = 6;
+  const COLS = 7;
+  const CELLS = ROWS * COLS;
+  const DIRECTIONS = [[0, 1], [1, 0], [1, 1], [1, -1]];
+
+  const $ = (selector) => document.querySelector(selector);
+  const boardEl = $("#board");
+  const statusEl = $("#status");
+  const bannerEl = $("#banner");
+
+  // onnxruntime-web: the wasm backend, single-threaded (no cross-origin isolation
+  // needed), its .mjs/.wasm files fetched from this page's own folder (no CDN).
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.proxy = false;
+  ort.env.wasm.wasmPaths = new URL("./", document.baseURI).href;
+
+  let session = null;
+  const game = {
+    pos: null, // {grid, ply}; grid[r][c]: 0 empty, 1 first player, 2 second player
+    moves: "",
+    humanFirst: true,
+    over: false,
+    result: "",
+    lastCell: null,
+    token: 0, // bumped by every new game, so a late agent reply is dropped
+  };
+
+  // -------------------------------------------------------------------------
+  // Rules (unbatched, on a 6x7 grid)
+  // -------------------------------------------------------------------------
+
+  function emptyPosition() {
+    return { grid: Array.from({ length: ROWS }, () => new Array(COLS).fill(0)), ply: 0 };
+  }
+
+  function legalColumns(pos) {
+    return pos.grid[0].map((v) => v === 0);
+  }
+
+  function lowestEmptyRow(grid, col) {
+    for (let r = ROWS - 1; r >= 0; r--) if (grid[r][col] === 0) return r;
+    return -1;
+  }
+
+  function fourFrom(grid, r, c) {
+    const who = grid[r][c];
+    for (const [dr, dc] of DIRECTIONS) {
+      let run = 1;
+      for (const sign of [1, -1]) {
+        let rr = r + sign * dr;
+        let cc = c + sign * dc;
+        while (rr >= 0 && rr < ROWS && cc >= 0 && cc < COLS && grid[rr][cc] === who) {
+          run++;
+          rr += sign * dr;
+          cc += sign * dc;
+        }
+      }
+      if (run >= 4) return true;
+    }
+    return false;
+  }
+
+  // The position after `col` (0-based, legal), with won/full flags for the mover.
+  function playMove(pos, col) {
+    const grid = pos.grid.map((row) => row.slice());
+    const r = lowestEmptyRow(grid, col);
+    grid[r][col] = pos.ply % 2 === 0 ? 1 : 2;
+    return { grid, ply: pos.ply + 1, row: r, won: fourFrom(grid, r, col), full: pos.ply + 1 === CELLS };
+  }
+
+  // -------------------------------------------------------------------------
+  // The network
+  // -------------------------------------------------------------------------
+
+  // Positions -> one int8 [n, 6, 7] tensor from each side to move's view.
+  async function evaluate(positions) {
+    const n = positions.length;
+    const data = new Int8Array(n * CELLS);
+    positions.forEach((pos, i) => {
+      const me = pos.ply % 2 === 0 ? 1 : 2;
+      for (let r = 0; r < ROWS; r++) {
+        for (let c = 0; c < COLS; c++) {
+          const v = pos.grid[r][c];
+          data[i * CELLS + r * COLS + c] = v === 0 ? 0 : v === me ? 1 : -1;
+        }
+      }
+    });
+    const out = await session.run({ board: new ort.Tensor("int8", data, [n, ROWS, COLS]) });
+    return { logits: out.logits.data, value: out.value.data }; // [n * 7], [n]
+  }
+
+  function maskedSoftmax(logits, legal) {
+    let max = -Infinity;
+    for (let c = 0; c < COLS; c++) if (legal[c]) max = Math.max(max, logits[c]);
+    const p = new Array(COLS).fill(0);
+    let sum = 0;
+    for (let c = 0; c < COLS; c++) {
+      if (legal[c]) {
+        p[c] = Math.exp(logits[c] - max);
+        sum += p[c];
+      }
+    }
+    return p.map((x) => x / sum);
+  }
+
+  // Greedy: the legal column with the highest score; ties go to the lowest column.
+  function argmaxLegal(scores, legal) {
+    let best = -1;
+    for (let c = 0; c < COLS; c++) {
+      if (legal[c] && (best < 0 || scores[c] > scores[best])) best = c;
+    }
+    return best;
+  }
+
+  // 2-ply negamax with the value head at the leaves. score(a), from the agent's
+  // view: +1 if `a` wins, 0 if it fills the board, else the minimum over the
+  // replies b of: -1 if b wins, 0 if b fills the board, else V(after a, b) (the
+  // agent is to move there). One batched network call for all leaves (<= 49).
+  async function lookahead(pos) {
+    const legal = legalColumns(pos);
+    const scores = new Array(COLS).fill(-Infinity);
+    const leaves = [];
+    const owners = [];
+    for (let a = 0; a < COLS; a++) {
+      if (!legal[a]) continue;
+      const child = playMove(pos, a);
+      if (child.won) scores[a] = 1;
+      else if (child.full) scores[a] = 0;
+      else {
+        scores[a] = Infinity;
+        const replies = legalColumns(child);
+        for (let b = 0; b < COLS; b++) {
+          if (!replies[b]) continue;
+          const grandchild = playMove(child, b);
+          if (grandchild.won) scores[a] = Math.min(scores[a], -1);
+          else if (grandchild.full) scores[a] = Math.min(scores[a], 0);
+          else {
+            leaves.push(grandchild);
+            owners.push(a);
+          }
+        }
+      }
+    }
+    if (leaves.length) {
+      const { value } = await evaluate(leaves);
+      owners.forEach((a, i) => {
+        scores[a] = Math.min(scores[a], value[i]);
+      });
+    }
+    return scores;
+  }
+
+  async function agentChoose(pos, mode) {
+    const legal = legalColumns(pos);
+    const root = await evaluate([pos]);
+    const probs = maskedSoftmax(root.logits, legal);
+    if (mode !== "lookahead") return { col: argmaxLegal(probs, legal), probs, value: root.value[0] };
+    const scores = await lookahead(pos);
+    // Best lookahead score; near-ties (1e-6) are broken by the policy.
+    const top = Math.max(...scores.filter((s, c) => legal[c]));
+    const tied = scores.map((s, c) => legal[c] && s >= top - 1e-6);
+    return { col: argmaxLegal(probs, tied), probs, value: root.value[0], scores };
+  }
+
+  // -------------------------------------------------------------------------
+  // The page
+  // -------------------------------------------------------------------------
+
+  function buildBoard() {
+    boardEl.replaceChildren();
+    const probsEl = $("#probs");
+    probsEl.replaceChildren();
+    for (let c = 0; c < COLS; c++) {
+      const column = document.createElement("div");
+      column.className = "column";
+      column.dataset.col = String(c + 1);
+      column.setAttribute("role", "button");
+      column.setAttribute("aria-label", `Column ${c + 1}`);
+      for (let r = 0; r < ROWS; r++) {
+        const cell = document.createElement("div");
+        cell.className = "cell";
+        cell.dataset.row = String(r);
+        column.append(cell);
+      }
+      column.addEventListener("click", () => onColumnClick(c));
+      boardEl.append(column);
+
+      const prob = document.createElement("div");
+      prob.className = "prob";
+      prob.dataset.col = String(c + 1);
+      prob.innerHTML = '<div class="bar" style="height:0%"></div><span class="label">&ndash;</span>';
+      probsEl.append(prob);
+    }
+  }
+
+  function render() {
+    const { grid } = game.pos;
+    boardEl.querySelectorAll(".column").forEach((column, c) => {
+      column.classList.toggle("full", grid[0][c] !== 0);
+      column.querySelectorAll(".cell").forEach((cell, r) => {
+        cell.classList.toggle("first", grid[r][c] === 1);
+        cell.classList.toggle("second", grid[r][c] === 2);
+        const last = game.lastCell && game.lastCell[0] === r && game.lastCell[1] === c;
+        cell.classList.toggle("last", Boolean(last));
+      });
+    });
+    boardEl.dataset.moves = game.moves;
+    boardEl.dataset.result = game.result;
+    if (game.over) {
+      const text = { win: "You win!", loss: "The agent wins.", draw: "Draw: the board is full." };
+      bannerEl.textContent = text[game.result];
+      bannerEl.dataset.result = game.result;
+      bannerEl.hidden = false;
+    } else {
+      bannerEl.textContent = "";
+      bannerEl.dataset.result = "";
+      bannerEl.hidden = true;
+    }
+  }
+
+  function showAnalysis(choice) {
+    const top = Math.max(...choice.probs); // bars are scaled to the most likely column
+    document.querySelectorAll(".prob").forEach((el, c) => {
+      const p = choice.probs[c];
+      el.classList.toggle("chosen", c === choice.col);
+      el.dataset.p = p.toFixed(4);
+      el.querySelector(".bar").style.height = `${Math.round((80 * p) / top)}%`;
+      el.querySelector(".label").textContent = p.toFixed(2);
+    });
+    const v = choice.value;
+    const mood = v > 0.2 ? "it expects to win" : v < -0.2 ? "it expects to lose" : "about even";
+    const valueEl = $("#value");
+    valueEl.dataset.value = v.toFixed(4);
+    valueEl.textContent = `Agent's value estimate: ${v >= 0 ? "+" : ""}${v.toFixed(2)} (${mood})`;
+    const info = $("#search-info");
+    if (choice.scores) {
+      const parts = choice.scores.map((s, c) =>
+        Number.isFinite(s) ? `${c + 1}: ${s >= 0 ? "+" : ""}${s.toFixed(2)}` : `${c + 1}: full`);
+      info.textContent = `2-ply lookahead scores: ${parts.join("  ")}`;
+    } else {
+      info.textContent = "";
+    }
+  }
+
+  function setTurn(turn, message) {
+    boardEl.dataset.turn = turn;
+    if (message !== undefined) statusEl.textContent = message;
+  }
+
+  function humanToMove() {
+    return (game.pos.ply % 2 === 0) === game.humanFirst;
+  }
+
+  function applyMove(col) {
+    const humanMoved = humanToMove();
+    const next = playMove(game.pos, col);
+    game.pos = { grid: next.grid, ply: next.ply };
+    game.moves += String(col + 1);
+    game.lastCell = [next.row, col];
+    if (next.won) {
+      game.over = true;
+      game.result = humanMoved ? "win" : "loss";
+    } else if (next.full) {
+      game.over = true;
+      game.result = "draw";
+    }
+    render();
+  }
+
+  async function advance() {
+    if (game.over) {
+      setTurn("over", `Game over after ${game.moves.length} moves (${game.moves}). Press New game to play again.`);
+      return;
+    }
+    if (humanToMove()) {
+      setTurn("human", "Your move: click a column.");
+      return;
+    }
+    setTurn("agent", "The agent is thinking\u2026");
+    const token = game.token;
+    const mode = $("#agent-mode").value;
+    let choice;
+    try {
+      choice = await agentChoose(game.pos, mode);
+    } catch (err) {
+      setTurn("error", `The agent failed: ${err}`);
+      throw err;
+    }
+    if (token !== game.token) return; // a new game started meanwhile
+    showAnalysis(choice);
+    applyMove(choice.col);
+    advance();
+  }
+
+  function onColumnClick(col) {
+    // Ignored unless it is the person's turn and the column has room.
+    if (boardEl.dataset.turn !== "human" || game.pos.grid[0][col] !== 0) return;
+    applyMove(col);
+    advance();
+  }
+
+  // Replays a Pons move string; returns an error message or "".
+  function replay(moves) {
+    for (let i = 0; i < moves.length; i++) {
+      const ch = moves[i];
+      if (ch < "1" || ch > "7") return `invalid move '${ch}' at index ${i}: columns are 1-7`;
+      if (game.over) return `move '${ch}' at index ${i} comes after the game is over`;
+      const col = Number(ch) - 1;
+      if (game.pos.grid[0][col] !== 0) return `move '${ch}' at index ${i} plays into a full column`;
+      applyMove(col);
+    }
+    return "";
+  }
+
+  function newGame(moves = "") {
+    game.token++;
+    game.humanFirst = $("input[name=colour]:checked").value === "first";
+    game.pos = emptyPosition();
+    game.moves = "";
+    game.over = false;
+    game.result = "";
+    game.lastCell = null;
+    const error = replay(moves);
+    if (error) {
+      game.pos = emptyPosition();
+      game.moves = "";
+      game.over = false;
+      game.result = "";
+      game.lastCell = null;
+    }
+    render();
+    advance();
+    if (error) statusEl.textContent = `Ignored ?moves=${moves}: ${error}. ${statusEl.textContent}`;
+  }
+
+  async function showModelInfo() {
+    try {
+      const info = await (await fetch("model.json")).json();
+      const cfg = info.config || {};
+      const arch = cfg.arch === "resnet" ? `ResNet ${cfg.blocks}x${cfg.channels}` : cfg.arch === "mlp" ? `MLP ${cfg.hidden.join("-")}` : "model";
+      const gen = info.meta && info.meta.generation !== undefined ? `, generation ${info.meta.generation}` : "";
+      $("#model-info").textContent = `${arch}${gen}; ONNX opset ${info.opset}, onnxruntime-web ${info.onnxruntime_web}`;
+    } catch (err) {
+      $("#model-info").textContent = "model.onnx";
+    }
+  }
+
+  async function main() {
+    buildBoard();
+    const params = new URLSearchParams(location.search);
+    if (params.get("colour") === "second") $("input[name=colour][value=second]").checked = true;
+    if (params.get("agent") === "lookahead") $("#agent-mode").value = "lookahead";
+    $("#new-game").addEventListener("click", () => newGame());
+    showModelInfo();
+    try {
+      session = await ort.InferenceSession.create("model.onnx", {
+        executionProviders: ["wasm"],
+        graphOptimizationLevel: "all",
+      });
+    } catch (err) {
+      setTurn("error", `Could not load model.onnx: ${err}`);
+      throw err;
+    }
+    boardEl.dataset.ready = "true";
+    newGame(params.get("moves") || "");
+  }
+
+  main();
+})();
