@@ -19,6 +19,7 @@ from connect_zero_pipeline.core.bitboard import (
     play,
     random_legal_actions,
     state_from_moves,
+    to_boards,
     top_mask_col,
 )
 from connect_zero_pipeline.core.mcts import (
@@ -311,3 +312,13 @@ def test_cuda_matches_cpu():
     cpu = search(state, pure_fn, MCTSConfig(sims=30))
     gpu = search(cuda_state, cuda_fn, MCTSConfig(sims=30))
     assert torch.equal(cpu.visit_counts, gpu.visit_counts.cpu())
+
+
+def test_model_evaluate_fn_runs_in_eval_mode():
+    model = build_model("tiny").train()
+    evaluate_fn = model_evaluate_fn(model)
+    boards = state_from_moves(["4", "44"])
+    logits, value = evaluate_fn(to_boards(boards))
+    assert not model.training and logits.shape == (2, 7) and value.shape == (2,)
+    again, _ = evaluate_fn(to_boards(boards))  # BN running stats untouched: same output
+    assert torch.equal(logits, again)

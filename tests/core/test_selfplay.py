@@ -176,3 +176,9 @@ def test_needs_exactly_one_evaluator():
         self_play(SMALL)
     with pytest.raises(ValueError, match="shard_index"):
         self_play(SMALL, pure_fn, shard_index=2, num_shards=2)
+
+
+def test_thread_count_is_restored():
+    before = torch.get_num_threads()
+    self_play(SelfPlayConfig(num_games=2, sims=2, moves_per_gen=2), pure_fn, num_threads=1)
+    assert torch.get_num_threads() == before

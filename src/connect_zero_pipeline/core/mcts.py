@@ -186,9 +186,10 @@ def model_evaluate_fn(model: torch.nn.Module, device: torch.device | str | None 
     """
     if device is None:
         device = next(model.parameters()).device
-    model.eval()
 
     def evaluate_fn(boards: torch.Tensor):
+        if model.training:  # e.g. the training loop switched it back
+            model.eval()
         with torch.inference_mode():
             logits, value = model(boards.to(device))
         return logits.float(), value.float()
