@@ -1,0 +1,197 @@
+"""``python -m connect_zero_pipeline play``: the terminal game through stdin, and the page server."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import urllib.request
+
+import pexpect
+import pytest
+import torch
+
+from connect_zero_pipeline.core.bitboard import (
+    alignment,
+    is_terminal,
+    moves_to_bitboards,
+    state_from_moves,
+)
+from connect_zero_pipeline.core.checkpoint import save_model
+from connect_zero_pipeline.core.mcts import MCTSConfig, MCTSPlayer
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.players import PolicyPlayer
+
+PLAY = [sys.executable, "-m", "connect_zero_pipeline", "play"]
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    torch.manual_seed(1)
+    model = build_model("mlp").eval()
+    path = tmp_path_factory.mktemp("model") / "model.pt"
+    save_model(model, path)
+    return path, model
+
+
+def test_bad_input_reprompts_and_eof_exits_cleanly(model_file):
+    path, model = model_file
+    # "111111": column 1 is full and the first player (the person) is to move.
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "connect_zero_pipeline",
+            "play",
+            "--model",
+            str(path),
+            "--first",
+            "--moves",
+            "111111",
+        ],
+        encoding="utf-8",
+        timeout=60,
+    )
+    try:
+        prompt = r"Your move \(1-7, q to quit\): "
+        child.expect(prompt)
+        for bad in ("0", "8", "x", "", "12"):
+            child.sendline(bad)
+            child.expect(re.escape(f"Please enter a column from 1 to 7 (got {bad!r})."))
+            child.expect(prompt)
+        child.sendline("1")
+        child.expect(r"Column 1 is full; choose another\.")
+        child.expect(prompt)
+        child.sendline("4")
+        child.expect(r"Agent plays (\d)")
+        reply = child.match.group(1)
+        child.expect(prompt)
+        # The agent's reply is legal and is the greedy policy move.
+        moves_to_bitboards("1111114" + reply)
+        expected = PolicyPlayer(model).act(state_from_moves(["1111114"]))
+        assert int(reply) == int(expected[0]) + 1
+        child.sendeof()
+        child.expect(r"Bye\. Moves so far: (\d+)")
+        assert child.match.group(1) == "1111114" + reply
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert "Traceback" not in (child.before or "")
+
+
+def _play_to_the_end(path, flags: list[str]) -> tuple[subprocess.CompletedProcess, str, str]:
+    # The person cycles through the columns; full columns are refused and re-asked.
+    lines = "\n".join("4172635" * 20) + "\n"
+    proc = subprocess.run(
+        [*PLAY, "--model", str(path), *flags],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    match = re.search(r"Game over\. (.*) Moves: (\d+)", proc.stdout)
+    assert match, proc.stdout[-2000:]
+    return proc, match.group(2), match.group(1)
+
+
+def _check_result(moves: str, verdict: str, human_first: bool) -> None:
+    position, mask = moves_to_bitboards(moves)
+    assert is_terminal(position, mask)
+    if alignment(position ^ mask):  # the last mover won
+        human_last = (len(moves) % 2 == 1) == human_first
+        assert verdict == ("You win!" if human_last else "The agent wins.")
+    else:
+        assert verdict == "Draw: the board is full."
+
+
+def test_a_full_game_with_mcts_as_second_player(model_file):
+    path, model = model_file
+    proc, moves, verdict = _play_to_the_end(path, ["--second", "--sims", "8"])
+    _check_result(moves, verdict, human_first=False)
+    # Every agent move (even plies) is what MCTSPlayer picks with the same search.
+    player = MCTSPlayer(model, MCTSConfig(sims=8))
+    for ply in range(0, len(moves), 2):
+        expected = player.act(state_from_moves([moves[:ply]]))
+        assert int(moves[ply]) == int(expected[0]) + 1, f"agent move at ply {ply} of {moves}"
+    assert "MCTS with 8 simulations" in proc.stdout
+    assert proc.stdout.count("Agent plays") == (len(moves) + 1) // 2
+
+
+def test_a_full_game_with_the_raw_policy_as_first_player(model_file):
+    path, model = model_file
+    proc, moves, verdict = _play_to_the_end(path, ["--first", "--sims", "0"])
+    _check_result(moves, verdict, human_first=True)
+    for ply in range(1, len(moves), 2):
+        expected = PolicyPlayer(model).act(state_from_moves([moves[:ply]]))
+        assert int(moves[ply]) == int(expected[0]) + 1
+    # The board is drawn with X for the first player.
+    assert "X . . . . . ." in proc.stdout or ". . . X . . ." in proc.stdout
+
+
+def test_the_default_model_is_the_latest_catalog_version(kedro_project):
+    proc = subprocess.run(PLAY, input="", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "no model trained yet" in proc.stderr and "latest_model" in proc.stderr
+    assert "--model PATH" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+    folder = kedro_project / "data/06_models/latest_model.pt"
+    for version, preset in (
+        ("2026-01-01T00.00.00.000Z", "mlp"),
+        ("2026-01-02T00.00.00.000Z", "tiny"),
+    ):
+        (folder / version).mkdir(parents=True)
+        save_model(build_model(preset), folder / version / "latest_model.pt")
+    proc = subprocess.run(PLAY, input="", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Model: catalog entry 'latest_model' (latest version)" in proc.stdout
+    assert "ResNet" in proc.stdout  # the newer version (tiny) was loaded, not the mlp
+
+
+def test_bad_model_file_and_bad_moves_are_clear_errors(tmp_path, model_file):
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a model")
+    proc = subprocess.run([*PLAY, "--model", str(junk)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "not a readable model file" in proc.stderr
+    path, _ = model_file
+    proc = subprocess.run(
+        [*PLAY, "--model", str(path), "--moves", "1111111"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "plays into a full column" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_web_serves_the_page_on_loopback(tmp_path):
+    (tmp_path / "index.html").write_text("<!doctype html><title>t</title>")
+    (tmp_path / "x.wasm").write_bytes(b"\0asm")
+    (tmp_path / "x.mjs").write_text("export {};")
+    server = subprocess.Popen(
+        [*PLAY, "--web", "--port", "0", "--dir", str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = server.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:(\d+)/)", line)
+        assert match, line
+        url = match.group(1)
+        with urllib.request.urlopen(url) as resp:
+            assert resp.status == 200 and b"<title>t</title>" in resp.read()
+        with urllib.request.urlopen(url + "x.wasm") as resp:
+            assert resp.headers["Content-Type"] == "application/wasm"
+        with urllib.request.urlopen(url + "x.mjs") as resp:
+            assert resp.headers["Content-Type"].startswith("text/javascript")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_web_without_a_page_is_a_clear_error(tmp_path):
+    proc = subprocess.run(
+        [*PLAY, "--web", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and "has no index.html" in proc.stderr
