@@ -166,16 +166,12 @@ def test_mixed_plies_batch_independence():
 
 def test_matches_the_slow_reference():
     torch.manual_seed(0)
-    model = build_model("tiny")
-    for m in model.modules():  # non-trivial BN statistics so outputs vary
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.normal_(0, 0.5)
-            m.running_var.uniform_(0.5, 2)
+    model = build_model({"arch": "mlp", "hidden": [64, 64]})  # random weights: varied outputs
     evaluate_fn = model_evaluate_fn(model)
-    state = random_positions(12, 32, seed=5)
-    cfg = MCTSConfig(sims=30, c_puct=1.25)
+    state = random_positions(16, 32, seed=5)
+    cfg = MCTSConfig(sims=40, c_puct=1.25)
     result = search(state, evaluate_fn, cfg)
-    for i in range(12):
+    for i in range(16):
         counts, value = reference_mcts(int(state.position[i]), int(state.mask[i]), evaluate_fn, cfg)
         assert counts == result.visit_counts[i].tolist()
         assert value == pytest.approx(result.root_value[i].item(), abs=1e-4)
@@ -322,3 +318,24 @@ def test_model_evaluate_fn_runs_in_eval_mode():
     assert not model.training and logits.shape == (2, 7) and value.shape == (2,)
     again, _ = evaluate_fn(to_boards(boards))  # BN running stats untouched: same output
     assert torch.equal(logits, again)
+
+
+def test_terminal_leaves_get_exact_values_and_no_network_call():
+    seen = []
+
+    def counting_fn(boards):
+        seen.append(boards.shape[0])
+        return uniform_fn(boards)
+
+    result = search(state_from_moves(["232323"]), counting_fn, MCTSConfig(sims=64))
+    tree = result.tree
+    win = tree.local(tree.children[0, ROOT_INDEX, 1]).item()  # the node after the winning move
+    assert tree.raw_value[0, win].item() == -1.0  # exact: the side to move there has lost
+    assert not tree.expandable[0, win]
+    assert tree.visits[0, win].item() == result.visit_counts[0, 1].item() > 50
+    created = tree.visits[0, 1:65] > 0  # (64,) nodes created by the 64 simulations
+    terminal = created & ~tree.expandable[0, 1:65]
+    assert int(terminal.sum()) >= 1
+    # The network saw the root plus every non-terminal new node, nothing else:
+    assert sum(seen) == 1 + int(created.sum()) - int(terminal.sum())
+    assert int(created.sum()) < 15  # most simulations re-visit the terminal node
