@@ -1,0 +1,238 @@
+"""The offline play page in a real browser (Debian's chromium, driven by Playwright).
+
+The page is built from a tiny random model exactly as the export pipeline builds
+it, served by the project's own server (``play --web``) on a free loopback port,
+and played by clicking. Chromium must be installed (``.ci/run`` installs it);
+without it the tests fail, unless ``CZ_SKIP_BROWSER=1`` asks to skip them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from connect_zero_pipeline import web
+from connect_zero_pipeline.core.bitboard import (
+    alignment,
+    is_terminal,
+    legal_mask,
+    moves_to_bitboards,
+    state_from_moves,
+    to_boards,
+)
+from connect_zero_pipeline.core.export import export_onnx, onnx_info
+from connect_zero_pipeline.core.models import build_model
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+TURN_SETTLED = "['human', 'over', 'error'].includes(document.querySelector('#board').dataset.turn)"
+
+
+def _chromium() -> str:
+    path = (
+        os.environ.get("CZ_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
+    )
+    if path:
+        return path
+    if os.environ.get("CZ_SKIP_BROWSER") == "1":
+        pytest.skip("chromium not installed and CZ_SKIP_BROWSER=1")
+    pytest.fail(
+        "chromium is not installed: apt-get install -y chromium (as .ci/run does), "
+        "or set CZ_CHROMIUM=/path/to/chromium; CZ_SKIP_BROWSER=1 skips these tests explicitly"
+    )
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(7)
+    return build_model("tiny").eval()
+
+
+@pytest.fixture(scope="module")
+def page_url(model, tmp_path_factory):
+    """The page of ``model``, served by ``python -m connect_zero_pipeline play --web``."""
+    folder = tmp_path_factory.mktemp("play")
+    data = export_onnx(model)
+    for name, content in web.page_files(data, onnx_info(data)).items():
+        (folder / name).write_bytes(content)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "connect_zero_pipeline",
+            "play",
+            "--web",
+            "--port",
+            "0",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert match, f"no address in the server's first line: {line!r}"
+        yield match.group(0)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = _chromium()
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
+    pg.on(
+        "response", lambda r: errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None
+    )
+    yield pg
+    context.close()
+    assert errors == [], errors
+
+
+def _settle(page) -> tuple[str, str]:
+    page.wait_for_function(TURN_SETTLED, timeout=30_000)
+    board = page.locator("#board")
+    turn, moves = board.get_attribute("data-turn"), board.get_attribute("data-moves")
+    assert turn != "error", page.text_content("#status")
+    return turn, moves
+
+
+def _assert_greedy_legal(model, moves: str, ply: int) -> None:
+    """The agent's move at ``ply`` is legal and the argmax of torch's masked logits."""
+    moves_to_bitboards(moves[: ply + 1])  # raises on an illegal move
+    state = state_from_moves([moves[:ply]])
+    with torch.inference_mode():
+        logits, _ = model(to_boards(state))
+    masked = logits[0].masked_fill(~legal_mask(state)[0], float("-inf"))
+    chosen = int(moves[ply]) - 1
+    # onnxruntime-web (wasm) and torch agree to ~1e-6; allow a near-tie either way.
+    assert float(masked[chosen]) >= float(masked.max()) - 1e-4, (moves, ply, masked.tolist())
+
+
+def _expected_result(moves: str, human_first: bool) -> str:
+    position, mask = moves_to_bitboards(moves)
+    assert is_terminal(position, mask)
+    if not alignment(position ^ mask):
+        return "draw"
+    human_last = (len(moves) % 2 == 1) == human_first
+    return "win" if human_last else "loss"
+
+
+@pytest.mark.parametrize("colour", ["second", "first"])
+def test_a_full_game_by_clicking(page, page_url, model, colour):
+    human_first = colour == "first"
+    page.goto(page_url)
+    page.wait_for_selector("#board[data-ready=true]", timeout=30_000)
+    page.check(f"input[name=colour][value={colour}]")
+    page.click("#new-game")
+    rng = random.Random(3 if human_first else 4)
+    checked = 0  # agent moves verified so far (plies < checked)
+    first_turn = True
+    while True:
+        turn, moves = _settle(page)
+        agent_parity = 1 if human_first else 0
+        for ply in range(checked, len(moves)):
+            if ply % 2 == agent_parity:
+                _assert_greedy_legal(model, moves, ply)
+        checked = len(moves)
+        if turn == "over":
+            break
+        legal = [c + 1 for c in legal_mask(state_from_moves([moves]))[0].nonzero()[:, 0].tolist()]
+        col = rng.choice(legal)
+        if first_turn and len(legal) >= 2:
+            # A second click in the same task lands while the agent is thinking: ignored.
+            other = next(c for c in legal if c != col)
+            page.evaluate(
+                "([a, b]) => { for (const c of [a, b]) "
+                "document.querySelector(`.column[data-col='${c}']`).click(); }",
+                [col, other],
+            )
+            first_turn = False
+            turn, after = _settle(page)
+            assert after[: len(moves) + 1] == moves + str(col)
+            assert len(after) == len(moves) + 2 or turn == "over", (moves, after)
+            continue
+        page.click(f".column[data-col='{col}']")
+    result = page.get_attribute("#board", "data-result")
+    assert result == _expected_result(moves, human_first)
+    banner = page.locator("#banner")
+    assert banner.is_visible() and banner.get_attribute("data-result") == result
+    assert {"win": "You win!", "loss": "The agent wins.", "draw": "Draw"}[
+        result
+    ] in banner.text_content()
+    probs = [float(page.get_attribute(f".prob[data-col='{c}']", "data-p")) for c in range(1, 8)]
+    assert abs(sum(probs) - 1) < 1e-2
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"play_page_game_{colour}.png"), full_page=True)
+
+
+def test_clicks_on_a_full_column_are_ignored(page, page_url):
+    page.goto(page_url + "?moves=111111&colour=first")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("human", "111111")
+    page.click(".column[data-col='1']")
+    page.wait_for_timeout(300)
+    assert page.get_attribute("#board", "data-moves") == "111111"
+    assert page.get_attribute("#board", "data-turn") == "human"
+    page.click(".column[data-col='2']")
+    page.wait_for_function("document.querySelector('#board').dataset.moves.length === 8")
+    _settle(page)
+
+
+def test_lookahead_takes_a_win_and_blocks_a_threat(page, page_url):
+    # The agent (first player) has three in column 1: it wins there at once.
+    page.goto(page_url + "?moves=121212&colour=second&agent=lookahead")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("over", "1212121")
+    assert page.get_attribute("#banner", "data-result") == "loss"
+    assert (
+        page.locator("#search-info").text_content().startswith("2-ply lookahead scores: 1: +1.00")
+    )
+    # The person (first) threatens column 1; the agent must block it.
+    page.goto(page_url + "?moves=12121&colour=first&agent=lookahead")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("human", "121211")
+
+
+def test_a_bad_moves_parameter_is_reported_and_ignored(page, page_url):
+    page.goto(page_url + "?moves=1111111")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("human", "")
+    assert "plays into a full column" in page.text_content("#status")
