@@ -47,3 +47,30 @@ def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = 
     bootstrap_project(project)
     with KedroSession.create(project_path=project, runtime_params=nested) as session:
         return session.run(pipeline_names=[pipeline] if pipeline else None, **kwargs)
+
+
+def write_versioned_parquet(
+    project: Path, relpath: str, df, version: str = "2026-01-01T00.00.00.000Z"
+):
+    """Save ``df`` as one version of a versioned ParquetDataset at ``relpath`` (e.g. data/x.parquet)."""
+    target = project / relpath / version / Path(relpath).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(target, index=False)
+    return target
+
+
+def tiny_pons_set(seed: int = 0, num_games: int = 6):
+    """A small, real solver-labelled set of late-game positions (cheap to solve)."""
+    from connect_zero_pipeline.core.labelling import (
+        Labeller,
+        collect_positions,
+        dedupe_decisive,
+        generate_games,
+        labelled_table,
+    )
+
+    with Labeller(max_nodes=0, workers=1) as lab:
+        games = generate_games(num_games, lab, epsilon=0.5, opening_plies=(24, 28), seed=seed)
+        positions = collect_positions(games, min_ply=24)
+        scores, ok, _ = lab.label(positions["position"].to_numpy(), positions["mask"].to_numpy())
+    return dedupe_decisive(labelled_table(positions, scores, ok))

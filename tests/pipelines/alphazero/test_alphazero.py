@@ -1,0 +1,117 @@
+"""A tiny end-to-end AlphaZero run: versioned outputs, MLflow parent/child runs, resume."""
+
+from __future__ import annotations
+
+import mlflow
+import pytest
+from kedro.framework.project import pipelines
+
+from tests.conftest import run_kedro, tiny_pons_set, write_versioned_parquet
+
+TINY = {
+    "alphazero.num_generations": 2,
+    "train.buffer_gens": 2,
+    "model.preset": None,
+    "model.arch": {"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8},
+    "selfplay.num_games": 8,
+    "selfplay.sims": 4,
+    "selfplay.moves_per_gen": 16,
+    "selfplay.device": "cpu",
+    "train.epochs": 1.0,
+    "train.batch_size": 32,
+    "train.device": "cpu",
+    "evaluate.num_games": 200,
+    "evaluate.mcts_sims": 2,
+    "evaluate.previous_games": 10,
+    "evaluate.device": "cpu",
+}
+
+
+@pytest.fixture
+def project(kedro_project):
+    write_versioned_parquet(
+        kedro_project, "data/03_primary/pons_positions.parquet", tiny_pons_set()
+    )
+    return kedro_project
+
+
+def _versions(project, relpath):
+    folder = project / relpath
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def _client(project):
+    return mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+
+
+def test_two_generations_end_to_end_with_mlflow_children(project):
+    run_kedro(project, "alphazero", TINY)
+    assert {p.name for p in pipelines["alphazero"].nodes} >= {
+        "gen_002.evaluate",
+        "gen_000.init_model",
+    }
+    for rel in [
+        "data/06_models/gen_000/model.pt",
+        "data/05_model_input/selfplay/gen_001/games.parquet",
+        "data/05_model_input/selfplay/gen_002/games.parquet",
+        "data/06_models/gen_002/candidate.pt",
+        "data/06_models/gen_002/model.pt",
+        "data/08_reporting/gen_002/eval_metrics.json",
+        "data/08_reporting/learning_curves.png",
+    ]:
+        assert len(_versions(project, rel)) == 1, rel
+
+    client = _client(project)
+    exp = client.get_experiment_by_name("connect_zero_pipeline")
+    runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = {r.info.run_name: r for r in runs if "mlflow.parentRunId" in r.data.tags}
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    parent = parents[0]
+    assert set(children) == {"gen_000", "gen_001", "gen_002"}
+    for name, child in children.items():
+        assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id, name
+        assert child.info.status == "FINISHED", name
+    gen2 = children["gen_002"]
+    assert 0.0 <= gen2.data.metrics["solver.acc"] <= 1.0
+    assert gen2.data.metrics["punisher.mcts.win_rate"] >= 0.0
+    assert gen2.data.metrics["train.loss"] > 0
+    assert gen2.data.params["selfplay.sims"] == "4"
+    history = client.get_metric_history(parent.info.run_id, "solver.acc")
+    assert sorted(m.step for m in history) == [1, 2]
+    artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
+    assert "model/model.pt" in artifacts
+    assert mlflow.active_run() is None  # the run stack is left clean
+
+
+def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkeypatch):
+    from connect_zero_pipeline.pipelines.train import nodes as train_nodes
+
+    real = train_nodes.train_model
+
+    def dies_in_generation_2(*args, progress=(0.0, 1.0), **kwargs):
+        if progress[0] > 0:
+            raise RuntimeError("simulated crash during gen_002.train")
+        return real(*args, progress=progress, **kwargs)
+
+    monkeypatch.setattr(train_nodes, "train_model", dies_in_generation_2)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_kedro(project, "alphazero", TINY)
+    assert mlflow.active_run() is None
+    first_gen1 = _versions(project, "data/06_models/gen_001/model.pt")
+    assert len(first_gen1) == 1
+    assert len(_versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
+    assert _versions(project, "data/06_models/gen_002/candidate.pt") == []
+
+    client = _client(project)
+    exp = client.get_experiment_by_name("connect_zero_pipeline")
+    failed = client.search_runs([exp.experiment_id], "attributes.run_name = 'gen_002'")
+    assert [r.info.status for r in failed] == ["FAILED"]
+
+    monkeypatch.setattr(train_nodes, "train_model", real)
+    run_kedro(project, "alphazero", TINY, only_missing_outputs=True)
+    # Finished generations were skipped: still exactly one version, the same one.
+    assert _versions(project, "data/06_models/gen_001/model.pt") == first_gen1
+    assert len(_versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
+    assert len(_versions(project, "data/06_models/gen_002/model.pt")) == 1
+    assert len(_versions(project, "data/08_reporting/learning_curves.png")) == 1
