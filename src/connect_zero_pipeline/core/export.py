@@ -198,12 +198,14 @@ def check_signature(model_bytes: bytes) -> None:
         )
 
 
-def ort_session(model_bytes: bytes, threads: int | None = None):
+def ort_session(model_bytes: bytes, threads: int | None = None, spin: bool = True):
     """An onnxruntime CPU session with full graph optimisation.
 
     Args:
         model_bytes: a serialised ONNX model.
         threads: intra-op threads (``None``: onnxruntime's default, one per core).
+        spin: let idle worker threads busy-wait for the next call (onnxruntime's
+            default). Off, they sleep: fairer to other work on a shared CPU.
     """
     import onnxruntime as ort
 
@@ -214,6 +216,8 @@ def ort_session(model_bytes: bytes, threads: int | None = None):
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 

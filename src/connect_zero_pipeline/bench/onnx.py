@@ -1,0 +1,98 @@
+"""``bench onnx``: onnxruntime vs torch CPU inference on the same model and boards.
+
+For each preset (``tiny``, the recipe's default model, and ``small``), thread
+count (1 and 2, this machine's cores) and batch size (1 and 1024) it prints
+onnxruntime's positions/s with torch's as the baseline (``ratio`` = ORT /
+torch; target >= 1), then the max abs difference of logits and values on
+1,024 random legal positions (target <= 1e-4).
+
+Fair settings: both get the same number of intra-op threads (each line says
+how many); torch runs in ``eval()`` + ``inference_mode``; onnxruntime runs
+with all graph optimisations (BatchNorm is already folded by the exporter),
+sequential execution, one inter-op thread and no spinning, so that its idle
+workers do not steal the cores from torch's turn. The two are measured in
+alternation (best of 3 rounds) so that drift on the shared machine hits both.
+Inputs are prepared once, outside the timed loops.
+
+Why two thread counts: on a shared, oversubscribed CPU torch's OpenMP
+barriers make 2 threads far slower than 1 for small batches, so a single
+setting would be unfair to one side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from ..core.export import export_onnx, ort_evaluate, ort_session, parity_report, random_positions
+from ..core.models import build_model
+from . import best_rate, figure
+
+PRESETS = ("tiny", "small")
+BATCHES = (1, 1024)
+THREADS = (1, 2)
+
+
+def _torch_fn(model: torch.nn.Module, boards: torch.Tensor):
+    def run() -> int:
+        with torch.inference_mode():
+            model(boards)
+        return boards.shape[0]
+
+    return run
+
+
+def _ort_fn(session, boards_np):
+    def run() -> int:
+        ort_evaluate(session, boards_np)
+        return boards_np.shape[0]
+
+    return run
+
+
+def run(args) -> Iterator[dict]:
+    quick = getattr(args, "quick", False)
+    rounds, min_seconds = (1, 0.2) if quick else (3, 0.5)
+    old_threads = torch.get_num_threads()
+    positions = random_positions(1024, seed=0)  # (1024, 6, 7) int8
+    try:
+        for preset in PRESETS:
+            torch.manual_seed(0)
+            model = build_model(preset).eval()
+            data = export_onnx(model)
+            for threads in THREADS:
+                torch.set_num_threads(threads)
+                session = ort_session(data, threads=threads, spin=False)
+                for batch in BATCHES:
+                    boards = positions[:batch].contiguous()  # (batch, 6, 7)
+                    ort_fn, torch_fn = _ort_fn(session, boards.numpy()), _torch_fn(model, boards)
+                    ort_fn(), torch_fn()  # warm-up (allocations, lazy init)
+                    ort_rate = torch_rate = 0.0
+                    for _ in range(rounds):
+                        ort_rate = max(ort_rate, best_rate(ort_fn, 1, min_seconds))
+                        torch_rate = max(torch_rate, best_rate(torch_fn, 1, min_seconds))
+                    yield figure(
+                        "onnx",
+                        f"{preset}.b{batch}.t{threads}.ort_positions_per_s",
+                        ort_rate,
+                        baseline=torch_rate,
+                        baseline_name="torch_positions_per_s",
+                        preset=preset,
+                        batch=batch,
+                        threads=threads,
+                        target="ratio >= 1",
+                    )
+            report = parity_report(model, data, positions)
+            yield figure(
+                "onnx",
+                f"{preset}.max_abs_diff",
+                report.max_abs_diff,
+                preset=preset,
+                max_abs_diff_logits=report.max_abs_diff_logits,
+                max_abs_diff_value=report.max_abs_diff_value,
+                positions=report.num_positions,
+                target="<= 1e-4",
+            )
+    finally:
+        torch.set_num_threads(old_threads)
