@@ -1,0 +1,42 @@
+"""The play page's assets and the vendored onnxruntime-web (no browser needed)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from connect_zero_pipeline import web
+
+
+def test_the_pin_is_exact_and_matches_the_lock_file():
+    pinned = web.pinned_ort_web_version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pinned), f"pin an exact version, not {pinned!r}"
+    lock = json.loads((web.WEB_DIR / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/onnxruntime-web"]["version"] == pinned
+
+
+def test_the_npm_cache_holds_the_pinned_files():
+    dist = web.ort_web_dist()  # raises with the fetch command when they are missing
+    assert all((dist / name).stat().st_size > 0 for name in web.ORT_FILES)
+
+
+def test_missing_files_name_the_fetch_command(tmp_path):
+    (tmp_path / "ort.wasm.min.js").write_text("//")
+    with pytest.raises(FileNotFoundError) as err:
+        web.ort_web_dist(tmp_path)
+    message = str(err.value)
+    assert "ort-wasm-simd-threaded.mjs, ort-wasm-simd-threaded.wasm are missing" in message
+    assert f"npm ci --prefix {web.WEB_DIR}" in message
+
+
+def test_the_page_loads_nothing_from_the_network():
+    for name in web.ASSETS:
+        text = (web.WEB_DIR / name).read_text()
+        assert not re.search(r"https?://|//cdn", text), f"{name} refers to the network"
+    html = (web.WEB_DIR / "index.html").read_text()
+    for src in re.findall(r'(?:src|href)="([^"]+)"', html):
+        assert src.startswith("data:") or src in (*web.ASSETS, *web.ORT_FILES), src
+    app = (web.WEB_DIR / "app.js").read_text()
+    assert "ort.env.wasm.numThreads = 1" in app and "ort.env.wasm.wasmPaths" in app
