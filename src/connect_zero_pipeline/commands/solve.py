@@ -1,0 +1,134 @@
+"""``python -m connect_zero_pipeline solve``: the perfect solver on move strings from stdin.
+
+Input: one position per line, as a Pons move string (``4453``: 1-based
+columns from the empty board). A Pons benchmark line ``<moves> <score>`` is
+accepted too: the trailing expected score is ignored.
+
+Output: one line per input line, so that output line ``i`` answers input line ``i``:
+
+- default: ``<moves> <score>`` (the benchmark file format);
+- ``--weak``: ``<moves> <sign>`` with the sign -1, 0 or 1;
+- ``--analyze``: ``<moves> s1 .. s7``, the score of each column, ``x`` for a full one.
+
+Scores are in Pons' convention, from the side to move's view (see
+:mod:`connect_zero_pipeline.core.solver`).
+
+An empty input line gives an empty output line and is not an error. It is
+*not* solved as the empty board: without an opening book that takes minutes.
+An invalid line (a character outside 1-7, a move into a full column, a move
+after the game is over, a finished game, extra text) prints an error naming
+the line number and the bad move on stderr and an empty output line; the
+remaining lines are still processed and the exit status is 1. With
+``--max-nodes N``, a position whose search exceeds ``N`` nodes is reported
+the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m connect_zero_pipeline solve",
+        description="Solve Connect-4 positions read from stdin, one move string per line.",
+    )
+    parser.add_argument("--weak", action="store_true", help="print only the sign of the score")
+    parser.add_argument("--analyze", action="store_true", help="print the score of every column")
+    parser.add_argument(
+        "--tt-log2",
+        type=int,
+        default=None,
+        metavar="N",
+        help="transposition table of 2**N entries of 8 bytes (10-32, default 23)",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="give up on a position after N search nodes (default 0: no limit)",
+    )
+    args = parser.parse_args(argv)
+    if args.weak and args.analyze:
+        parser.error("--weak and --analyze cannot be combined")
+    if args.tt_log2 is not None and not 10 <= args.tt_log2 <= 32:
+        parser.error(f"--tt-log2 must be in [10, 32], got {args.tt_log2}")
+    if args.max_nodes < 0:
+        parser.error(f"--max-nodes must be >= 0, got {args.max_nodes}")
+    return args
+
+
+def _split_line(line: str) -> str:
+    """The move string of a line, dropping an optional trailing integer score.
+
+    Raises:
+        ValueError: more than two fields, or a second field that is not an integer.
+    """
+    fields = line.split()
+    if len(fields) > 2:
+        raise ValueError(f"expected '<moves>' or '<moves> <score>', got {len(fields)} fields")
+    if len(fields) == 2:
+        try:
+            int(fields[1])
+        except ValueError:
+            raise ValueError(f"the second field {fields[1]!r} is not an integer score") from None
+    return fields[0]
+
+
+def run(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    """Process every line of ``stdin``; returns the exit status (0 ok, 1 some line failed)."""
+    import numpy as np
+
+    from ..core.bitboard import moves_to_bitboards
+    from ..core.solver import DEFAULT_TT_LOG2, FULL_COLUMN, Solver, _to_bitboards
+
+    solver = Solver(args.tt_log2 if args.tt_log2 is not None else DEFAULT_TT_LOG2)
+    status = 0
+    for number, raw in enumerate(stdin, start=1):
+        line = raw.strip()
+        if not line:
+            print("", file=stdout, flush=True)
+            continue
+        try:
+            moves = _split_line(line)
+            moves_to_bitboards(moves)  # names the bad move and its index
+            pos, mask, _ = _to_bitboards(moves)  # rejects a finished game
+        except ValueError as exc:
+            print(f"line {number}: {exc}", file=stderr, flush=True)
+            print("", file=stdout, flush=True)
+            status = 1
+            continue
+        b_pos = np.array([pos], dtype=np.int64)  # [1]
+        b_mask = np.array([mask], dtype=np.int64)  # [1]
+        if args.analyze:
+            scores, ok, _ = solver.analyze_batch(b_pos, b_mask, max_nodes=args.max_nodes)
+            text = " ".join("x" if s == FULL_COLUMN else str(int(s)) for s in scores[0])
+        else:
+            scores, ok, _ = solver.solve_batch(
+                b_pos, b_mask, weak=args.weak, max_nodes=args.max_nodes
+            )
+            text = str(int(scores[0]))
+        if not ok[0]:
+            print(
+                f"line {number}: {moves!r} not solved within --max-nodes {args.max_nodes}",
+                file=stderr,
+                flush=True,
+            )
+            print("", file=stdout, flush=True)
+            status = 1
+            continue
+        print(f"{moves} {text}", file=stdout, flush=True)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m connect_zero_pipeline solve``; returns the exit status."""
+    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
+    return run(args, sys.stdin, sys.stdout, sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
