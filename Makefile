@@ -2,6 +2,7 @@
 #
 #   make run    create or reuse .venv, install, run the main job (kedro run)
 #   make test   same set-up, then ruff and pytest
+#   make web    fetch the play page's pinned onnxruntime-web with npm (part of setup)
 #
 # torch is installed first: the CPU wheel on machines without an NVIDIA GPU
 # (a few hundred MB instead of several GB of CUDA libraries). Override with
@@ -17,9 +18,9 @@ EXTRAS      ?= dev,ray
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run test lint format bench viz clean-venv
+.PHONY: setup run test lint format bench viz clean-venv web
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed web
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +29,21 @@ $(VENV)/.installed: pyproject.toml
 	  || $(PIP) install --quiet --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
 	$(PIP) install --quiet -e ".[$(EXTRAS)]"
 	touch $@
+
+# The export's offline play page vendors onnxruntime-web, pinned in $(WEB_DIR)/package.json
+# (integrity in package-lock.json) and fetched into $(WEB_DIR)/node_modules (gitignored).
+# Without npm, set-up only warns: everything but the play page works.
+WEB_DIR     := src/connect_zero_pipeline/web
+ORT_WEB     := $(WEB_DIR)/node_modules/onnxruntime-web/package.json
+
+web: $(ORT_WEB)
+
+$(ORT_WEB): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix $(WEB_DIR) --no-audit --no-fund --ignore-scripts --loglevel=error && touch $@; \
+	else \
+	  echo "warning: npm not found; the play page needs onnxruntime-web: install Node.js and npm, then run: make web" >&2; \
+	fi
 
 run: setup
 	$(BIN)/kedro run
