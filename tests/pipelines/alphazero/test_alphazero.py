@@ -6,7 +6,7 @@ import mlflow
 import pytest
 from kedro.framework.project import pipelines
 
-from tests.conftest import run_kedro, tiny_pons_set, write_versioned_parquet
+from tests.conftest import REPO, run_kedro, tiny_pons_set, write_versioned_parquet
 
 TINY = {
     "alphazero.num_generations": 2,
@@ -82,6 +82,20 @@ def test_two_generations_end_to_end_with_mlflow_children(project):
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
     assert "model/model.pt" in artifacts
     assert mlflow.active_run() is None  # the run stack is left clean
+    _execute_notebook(project)
+
+
+def _execute_notebook(project):
+    """The analysis notebook runs top to bottom on this run's catalog."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(REPO / "notebooks" / "analysis.ipynb", as_version=4)
+    NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(project)}}).execute()
+    outputs = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
+    assert "gen_002, game" in outputs and "plays column" in outputs
 
 
 def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkeypatch):
