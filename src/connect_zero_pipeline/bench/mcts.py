@@ -11,7 +11,7 @@ Figures (each against a baseline measured in this process):
   (``num_games * sims / time``).
 - ``selfplay_positions_per_s``: env steps (searched and played positions) per
   second of :func:`self_play` with the default config, over a shortened
-  generation.
+  generation; its baseline is the network-bound ceiling ``forward_per_s / (sims + 1)``.
 - ``speedup_vs_reference``: batched ``sims_per_s`` over the per-node Python
   reference (:func:`reference_mcts`, one game at a time) on the same network.
 
@@ -79,12 +79,23 @@ def run(args) -> Iterator[dict]:
         search(roots, evaluate_fn, mcts_cfg, gen)
         return num_games * sims
 
+    # Per-node Python reference, one game at a time, same network and config.
+    ref_games = 2 if quick else 8
+    ref_roots = [(int(roots.position[i]), int(roots.mask[i])) for i in range(ref_games)]
+    ref_cfg = dataclasses.replace(mcts_cfg, dirichlet_eps=0.0)
+
+    def reference() -> int:
+        for position, mask in ref_roots:
+            reference_mcts(position, mask, evaluate_fn, ref_cfg)
+        return ref_games * sims
+
     bare(), searched()  # warm-up (allocator, oneDNN primitives)
-    forward_rate = search_rate = sims_rate = 0.0
-    for _ in range(repeats):  # alternate, so drift from other processes hits both
+    forward_rate = search_rate = sims_rate = ref_rate = 0.0
+    for _ in range(repeats):  # alternate, so drift from other processes hits all alike
         forward_rate = max(forward_rate, best_rate(bare, repeats=1, min_seconds=0.5))
         search_rate = max(search_rate, best_rate(searched, repeats=1, min_seconds=0.5))
         sims_rate = max(sims_rate, best_rate(simulated, repeats=1, min_seconds=0.5))
+        ref_rate = max(ref_rate, best_rate(reference, repeats=1, min_seconds=0.5))
     common = {"model": "tiny", "batch": num_games, "sims": sims, "threads": torch.get_num_threads()}
     yield figure(
         "mcts",
@@ -106,19 +117,12 @@ def run(args) -> Iterator[dict]:
         start = time.perf_counter()
         self_play(sp_cfg, evaluate_fn)
         best = max(best, num_games * moves / (time.perf_counter() - start))
-    yield figure("mcts", "selfplay_positions_per_s", best, moves_per_gen=moves, **common)
+    # Baseline: the network-bound ceiling, one forward per root and per simulation.
+    ceiling = forward_rate / (sims + 1)
+    yield figure(
+        "mcts", "selfplay_positions_per_s", best, baseline=ceiling, moves_per_gen=moves, **common
+    )
 
-    # Per-node Python reference, one game at a time, same network and config.
-    ref_games = 2 if quick else 8
-    ref_roots = [(int(roots.position[i]), int(roots.mask[i])) for i in range(ref_games)]
-    ref_cfg = dataclasses.replace(mcts_cfg, dirichlet_eps=0.0)
-
-    def reference() -> int:
-        for position, mask in ref_roots:
-            reference_mcts(position, mask, evaluate_fn, ref_cfg)
-        return ref_games * sims
-
-    ref_rate = best_rate(reference, repeats=2 if quick else 3, min_seconds=0.5)
     yield figure(
         "mcts",
         "speedup_vs_reference",
