@@ -95,13 +95,14 @@ def load_catalog_entry(name: str, start: Path | None = None):
         if name not in catalog:
             raise PlayError(f"the catalog of {project} has no entry {name!r}")
         try:
-            return catalog.load(name)
+            data = catalog.load(name)
         except DatasetError as exc:
             if "Did not find any versions" in str(exc) or "No such file" in str(exc):
                 raise NoVersionError(
                     f"catalog entry {name!r} of {project} has no saved version yet"
                 ) from exc
             raise PlayError(f"could not load catalog entry {name!r}: {exc}") from exc
+        return data.resolve() if isinstance(data, Path) else data  # paths outlive the chdir
 
 
 def _latest_version_file(path: Path) -> Path:
