@@ -27,6 +27,8 @@ KNOWN_LOG_RECORDS = [
     ("py.warnings", "Any type hint is inferred as AnyType"),
     ("py.warnings", "register_new_resolver() is deprecated"),
     ("py.warnings", "One or more dataset names contain '.' characters"),
+    # kedro-viz imports a response class that FastAPI deprecates.
+    ("py.warnings", "ORJSONResponse is deprecated"),
     # kedro-mlflow swaps its MLflow datasets in the catalog at the start of a run.
     ("kedro.io.data_catalog", "Replacing dataset"),
 ]
