@@ -1,0 +1,39 @@
+"""The unrolled DAG follows the run's configuration: env files and --params alike."""
+
+from __future__ import annotations
+
+import pytest
+from kedro.framework.project import pipelines
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+
+
+def _alphazero(project, env=None, params=None):
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project, env=env, runtime_params=params) as session:
+        session.load_context()  # the hook hands the parameters to the registry
+        return pipelines["alphazero"]
+
+
+def _generations(pipe) -> list[str]:
+    return sorted({n.namespace for n in pipe.nodes if n.namespace})
+
+
+def test_defaults_env_and_runtime_params_shape_the_dag(kedro_project):
+    assert _generations(_alphazero(kedro_project))[-1] == "gen_008"
+    assert _generations(_alphazero(kedro_project, env="gpu"))[-1] == "gen_012"
+    pipe = _alphazero(
+        kedro_project, params={"alphazero": {"num_generations": 3}, "train": {"buffer_gens": 2}}
+    )
+    assert _generations(pipe) == ["gen_000", "gen_001", "gen_002", "gen_003"]
+    train3 = next(n for n in pipe.nodes if n.name == "gen_003.train")
+    assert [i for i in train3.inputs if i.endswith(".games")] == ["gen_002.games", "gen_003.games"]
+    evaluate1 = next(n for n in pipe.nodes if n.name == "gen_001.evaluate")
+    assert "gen_000.model" in evaluate1.inputs
+
+
+def test_a_bad_structural_value_is_named(kedro_project):
+    with pytest.raises(
+        Exception, match="alphazero.num_generations must be an integer in \\[1, 999\\], got 0"
+    ):
+        _alphazero(kedro_project, params={"alphazero": {"num_generations": 0}})
