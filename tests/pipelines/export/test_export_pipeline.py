@@ -143,6 +143,7 @@ def test_bad_parameters_name_the_key():
         export_onnx_model(model, {"parity_positions": 10})
 
 
+@pytest.mark.filterwarnings("ignore:One or more dataset names contain '.':UserWarning")
 def test_the_model_input_is_one_parameter():
     assert "latest_model" in create_pipeline().inputs()
     pipe = create_pipeline(model_input="gen_012.model")
