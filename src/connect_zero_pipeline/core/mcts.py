@@ -97,7 +97,12 @@ class MCTSConfig:
 
 
 class Tree(NamedTuple):
-    """Search tree storage (see the module docstring). ``[B, S]`` / ``[B, S, 7]`` tensors."""
+    """Search tree storage (see the module docstring). ``[B, S]`` / ``[B, S, 7]`` tensors.
+
+    Slot ``i`` of a game whose simulation ``i`` ended on an existing terminal
+    node (or whose root is finished) holds garbage that nothing links to; its
+    ``visits`` stay 0, so ``visits > 0`` marks the real nodes.
+    """
 
     visits: torch.Tensor  # [B, S] float32
     value_sum: torch.Tensor  # [B, S] float32, view of the player who moved into the node
@@ -284,9 +289,8 @@ def search(
         )
         if noise.shape != (B, WIDTH):
             raise ValueError(f"root_noise must be [B, 7] = [{B}, 7], got {tuple(noise.shape)}")
-        root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * noise.to(
-            root_prior
-        ) * legal
+        noise = noise.to(root_prior) * legal  # (B, 7)
+        root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * noise
     prior[:, ROOT_INDEX] = root_prior
     children[:, ROOT_INDEX] = torch.where(
         legal, unvisited.unsqueeze(1), torch.where(live, illegal, trash).unsqueeze(1)
