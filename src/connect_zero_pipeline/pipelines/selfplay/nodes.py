@@ -46,7 +46,7 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
     Returns:
         The games table (design §4) and ``selfplay`` metrics.
     """
-    extra, rest = split_params(params, {"device": "auto", "num_threads": None}, "selfplay")
+    extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "selfplay")
     cfg = from_params(SelfPlayConfig, rest, "selfplay")
     device = resolve_device(extra["device"])
     start = time.perf_counter()
