@@ -80,6 +80,25 @@ def test_bad_input_reprompts_and_eof_exits_cleanly(model_file):
     assert "Traceback" not in (child.before or "")
 
 
+def test_ctrl_c_exits_without_a_traceback(model_file):
+    path, _ = model_file
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "connect_zero_pipeline", "play", "--model", str(path)],
+        encoding="utf-8",
+        timeout=60,
+    )
+    try:
+        child.expect(r"Your move \(1-7, q to quit\): ")
+        child.sendintr()
+        child.expect(r"Interrupted\.")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 130
+    assert "Traceback" not in (child.before or "")
+
+
 def _play_to_the_end(path, flags: list[str]) -> tuple[subprocess.CompletedProcess, str, str]:
     # The person cycles through the columns; full columns are refused and re-asked.
     lines = "\n".join("4172635" * 20) + "\n"

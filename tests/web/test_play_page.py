@@ -116,6 +116,8 @@ def page(browser):
     context = browser.new_context(viewport={"width": 900, "height": 900})
     pg = context.new_page()
     errors: list[str] = []
+    requested: list[str] = []
+    pg.on("request", lambda req: requested.append(req.url))
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     pg.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
     pg.on(
@@ -124,6 +126,9 @@ def page(browser):
     yield pg
     context.close()
     assert errors == [], errors
+    # Offline: every request went to the page's own server (or is inline data).
+    foreign = [u for u in requested if not u.startswith(("http://127.0.0.1:", "data:"))]
+    assert requested and foreign == [], foreign
 
 
 def _settle(page) -> tuple[str, str]:
@@ -160,7 +165,7 @@ def test_a_full_game_by_clicking(page, page_url, model, colour):
     human_first = colour == "first"
     page.goto(page_url)
     page.wait_for_selector("#board[data-ready=true]", timeout=30_000)
-    page.check(f"input[name=colour][value={colour}]")
+    page.check(f"input[name=colour][value={colour}]")  # starts a new game with that colour
     page.click("#new-game")
     rng = random.Random(3 if human_first else 4)
     checked = 0  # agent moves verified so far (plies < checked)
@@ -229,6 +234,18 @@ def test_lookahead_takes_a_win_and_blocks_a_threat(page, page_url):
     page.goto(page_url + "?moves=12121&colour=first&agent=lookahead")
     turn, moves = _settle(page)
     assert (turn, moves) == ("human", "121211")
+
+
+def test_keys_play_columns_and_choosing_a_colour_restarts(page, page_url):
+    page.goto(page_url + "?moves=44")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("human", "44")
+    page.keyboard.press("3")
+    page.wait_for_function("document.querySelector('#board').dataset.moves.length === 4")
+    assert page.get_attribute("#board", "data-moves").startswith("443")
+    page.check("input[name=colour][value=second]")  # a new game: the agent opens
+    turn, moves = _settle(page)
+    assert turn == "human" and len(moves) == 1
 
 
 def test_a_bad_moves_parameter_is_reported_and_ignored(page, page_url):

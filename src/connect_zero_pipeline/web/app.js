@@ -5,6 +5,7 @@
 //   -> logits float32 [B, 7], value float32 [B] (side to move's view, in [-1, 1]).
 // Illegal columns are masked here before any choice, never trusted to the model.
 //
+// Play by clicking a column or pressing its number (1-7).
 // State for tests and people: #board carries data-moves (the Pons move string,
 // 1-based columns), data-turn (loading | human | agent | over | error) and
 // data-result (win | loss | draw, the person's view). Query parameters:
@@ -367,6 +368,15 @@
     if (params.get("colour") === "second") $("input[name=colour][value=second]").checked = true;
     if (params.get("agent") === "lookahead") $("#agent-mode").value = "lookahead";
     $("#new-game").addEventListener("click", () => newGame());
+    // Choosing a colour starts a new game with it.
+    document.querySelectorAll("input[name=colour]").forEach((el) => el.addEventListener("change", () => newGame()));
+    // Keys 1-7 play a column, like clicks (and are ignored in the same cases).
+    document.addEventListener("keydown", (event) => {
+      if (event.key >= "1" && event.key <= "7" && !event.ctrlKey && !event.metaKey && !event.altKey) {
+        if (event.target instanceof HTMLSelectElement) return;
+        onColumnClick(Number(event.key) - 1);
+      }
+    });
     showModelInfo();
     try {
       session = await ort.InferenceSession.create("model.onnx", {
