@@ -66,7 +66,9 @@ import logging
 
 import numpy as np
 import torch
+from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .bitboard import (
@@ -129,6 +131,31 @@ def _popcount(typingctx, x):
 
     def codegen(context, builder, signature, args):
         return builder.ctpop(args[0])
+
+    return sig, codegen
+
+
+# LLVM names the prefetch intrinsic after its pointer type: opaque ``ptr`` in
+# recent llvmlite, ``i8*`` in older ones.
+_BYTE_PTR = ir.IntType(8).as_pointer()
+_PREFETCH_NAME = "llvm.prefetch.p0" if str(_BYTE_PTR) == "ptr" else "llvm.prefetch.p0i8"
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU to start loading ``array[index]`` into cache; no effect on any value."""
+    sig = types.void(array, types.int64)
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        arr = context.make_array(array_type)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, array_type, arr, [args[1]])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [_BYTE_PTR, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH_NAME)
+        # read access, keep in all cache levels, data cache
+        builder.call(fn, [builder.bitcast(ptr, _BYTE_PTR), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
 
     return sig, codegen
 
@@ -234,6 +261,10 @@ def _negamax(pos, mask, alpha, beta, tt, shift, frames, stats):
                     for k in range(WIDTH):
                         mv = safe & (_COL0 << (H1 * _ORDER[k]))
                         if mv != 0:
+                            # The child's table slot is a likely cache miss: start
+                            # loading it now, it is read when the child is entered.
+                            child_key = (p ^ m) + (m | mv) + _BOTTOM
+                            _prefetch(tt, _tt_index(child_key, shift, size_mask))
                             score = _popcount(_winning_cells(p | mv, m | mv))
                             j = count
                             while j > 0 and frames[d, _F_SCORES + j - 1] < score:
