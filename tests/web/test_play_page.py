@@ -248,6 +248,18 @@ def test_keys_play_columns_and_choosing_a_colour_restarts(page, page_url):
     assert turn == "human" and len(moves) == 1
 
 
+def test_new_games_while_the_agent_thinks_leave_one_clean_game(page, page_url):
+    page.goto(page_url + "?colour=second&agent=lookahead")
+    page.wait_for_selector("#board[data-ready=true]", timeout=30_000)
+    # The agent is searching its opening; restart three times before it answers.
+    page.evaluate("for (let i = 0; i < 3; i++) document.querySelector('#new-game').click()")
+    turn, moves = _settle(page)
+    page.wait_for_timeout(500)  # any stale reply would land now
+    assert (turn, len(moves)) == ("human", 1)
+    assert page.get_attribute("#board", "data-moves") == moves
+    assert page.locator(".cell.first, .cell.second").count() == 1
+
+
 def test_a_bad_moves_parameter_is_reported_and_ignored(page, page_url):
     page.goto(page_url + "?moves=1111111")
     turn, moves = _settle(page)

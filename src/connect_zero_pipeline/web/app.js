@@ -102,8 +102,16 @@
         }
       }
     });
-    const out = await session.run({ board: new ort.Tensor("int8", data, [n, ROWS, COLS]) });
+    const out = await runSerially({ board: new ort.Tensor("int8", data, [n, ROWS, COLS]) });
     return { logits: out.logits.data, value: out.value.data }; // [n * 7], [n]
+  }
+
+  // One session.run at a time: a new game can start while the agent still thinks.
+  let pending = Promise.resolve();
+  function runSerially(feeds) {
+    const run = pending.then(() => session.run(feeds));
+    pending = run.catch(() => {});
+    return run;
   }
 
   function maskedSoftmax(logits, legal) {
