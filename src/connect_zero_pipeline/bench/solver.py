@@ -114,10 +114,8 @@ def _startup_seconds() -> dict:
 
 def run(args) -> Iterator[dict]:
     """Yield the figures described in the module docstring."""
-    if args.file:
-        paths = [Path(args.file)]
-    else:
-        paths = [PONS_DIR / "Test_L3_R1", PONS_DIR / "Test_L2_R1"]
+    default = [PONS_DIR / "Test_L3_R1", PONS_DIR / "Test_L2_R1"]
+    paths = [Path(args.file)] if args.file else default
     limit = 200 if args.quick else None
     repeats = 2 if args.quick else 5
 

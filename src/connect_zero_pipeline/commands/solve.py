@@ -42,7 +42,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         type=int,
         default=None,
         metavar="N",
-        help="transposition table of 2**N entries of 8 bytes (10-32, default 23)",
+        help="transposition table of 2**N entries of 8 bytes (10-30, default 23: 64 MiB)",
     )
     parser.add_argument(
         "--max-nodes",
@@ -54,8 +54,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.weak and args.analyze:
         parser.error("--weak and --analyze cannot be combined")
-    if args.tt_log2 is not None and not 10 <= args.tt_log2 <= 32:
-        parser.error(f"--tt-log2 must be in [10, 32], got {args.tt_log2}")
+    if args.tt_log2 is not None and not 10 <= args.tt_log2 <= 30:
+        parser.error(f"--tt-log2 must be in [10, 30], got {args.tt_log2}")
     if args.max_nodes < 0:
         parser.error(f"--max-nodes must be >= 0, got {args.max_nodes}")
     return args

@@ -82,7 +82,6 @@ from .bitboard import (
     alignment,
     legal_mask,
     moves_to_bitboards,
-    popcount,
     random_legal_actions,
     threat_moves,
     winning_moves,
@@ -434,8 +433,7 @@ def _check_batch(positions, masks) -> tuple[np.ndarray, np.ndarray]:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"position {i} is not a legal position: {what}")
-    own = np.array([popcount(int(x)) for x in pos]) if pos.size < 64 else _popcount_np(pos)
-    total = np.array([popcount(int(x)) for x in msk]) if msk.size < 64 else _popcount_np(msk)
+    own, total = _popcount_np(pos), _popcount_np(msk)  # [N], [N]
     bad = (total - 2 * own != 0) & (total - 2 * own != 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -452,6 +450,8 @@ def _check_batch(positions, masks) -> tuple[np.ndarray, np.ndarray]:
 
 def _popcount_np(x: np.ndarray) -> np.ndarray:
     """``[N] int64`` bit counts of non-negative ``int64 [N]``."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(x).astype(np.int64)
     as_bytes = x.astype("<i8").view(np.uint8).reshape(-1, 8)  # (N, 8)
     return np.unpackbits(as_bytes, axis=1).sum(1).astype(np.int64)
 
@@ -486,7 +486,7 @@ class Solver:
 
     Args:
         tt_log2: the table has ``2**tt_log2`` entries of 8 bytes (default 23,
-            64 MiB). Must be in ``[10, 32]``. A bigger table saves nodes on
+            64 MiB). Must be in ``[10, 30]``. A bigger table saves nodes on
             hard positions. The memory is committed as the table fills.
 
     The table is kept between calls (entries are bounds on exact scores, valid
@@ -495,8 +495,8 @@ class Solver:
     """
 
     def __init__(self, tt_log2: int = DEFAULT_TT_LOG2):
-        if not isinstance(tt_log2, int) or not 10 <= tt_log2 <= 32:
-            raise ValueError(f"tt_log2 must be an int in [10, 32], got {tt_log2!r}")
+        if not isinstance(tt_log2, int) or not 10 <= tt_log2 <= 30:
+            raise ValueError(f"tt_log2 must be an int in [10, 30], got {tt_log2!r}")
         self.tt_log2 = tt_log2
         self._shift = 64 - tt_log2
         self._tt = np.zeros(1 << tt_log2, dtype=np.int64)  # [2**tt_log2] key << 8 | bound

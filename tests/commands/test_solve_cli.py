@@ -1,0 +1,87 @@
+"""``python -m connect_zero_pipeline solve``: output format, bad lines, exit status."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from connect_zero_pipeline.commands.solve import _parse_args, run
+
+PONS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "pons-benchmark"
+
+
+def _solve(text: str, *argv: str) -> tuple[int, list[str], str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = run(_parse_args([*argv, "--tt-log2", "16"]), io.StringIO(text), out, err)
+    return status, out.getvalue().split("\n")[:-1], err.getvalue()
+
+
+def test_scores_in_benchmark_format_and_expected_column_ignored():
+    status, lines, err = _solve("52753311433677442422121\n52753311433677442422121 -99\n")
+    assert status == 0 and err == ""
+    assert lines == ["52753311433677442422121 8"] * 2
+
+
+def test_weak_and_analyze():
+    status, lines, _ = _solve("52753311433677442422121\n", "--weak")
+    assert status == 0 and lines == ["52753311433677442422121 1"]
+    status, lines, _ = _solve("1233722555341451114725221333\n", "--analyze")
+    assert status == 0 and lines == ["1233722555341451114725221333 x x x -1 -1 -1 -1"]
+
+
+def test_bad_lines_report_line_number_keep_alignment_and_fail_at_the_end():
+    text = "\n".join(
+        [
+            "52753311433677442422121",  # 1 ok
+            "",  # 2 empty: empty output, not an error
+            "4483",  # 3 bad character
+            "4444444",  # 4 full column
+            "12121212",  # 5 move after the game is over
+            "1212121",  # 6 finished game
+            "44 4 4",  # 7 extra fields
+            "44 abc",  # 8 second field not a score
+            "121217",  # 9 ok
+        ]
+    )
+    status, lines, err = _solve(text + "\n")
+    assert status == 1
+    assert lines == ["52753311433677442422121 8", "", "", "", "", "", "", "", "121217 18"]
+    errors = err.strip().split("\n")
+    assert [e.split(":")[0] for e in errors] == [f"line {i}" for i in (3, 4, 5, 6, 7, 8)]
+    assert "'8' at index 2" in errors[0]
+    assert "full column" in errors[1] and "index 6" in errors[1]
+    assert "after the game is over" in errors[2] and "index 7" in errors[2]
+    assert "already won" in errors[3]
+
+
+def test_node_budget_reports_and_fails():
+    status, lines, err = _solve("4\n121217\n", "--max-nodes", "1000")
+    assert status == 1 and lines == ["", "121217 18"]
+    assert err.startswith("line 1:") and "--max-nodes 1000" in err
+
+
+def test_bad_options_exit_with_usage_error():
+    for argv in (["--tt-log2", "5"], ["--weak", "--analyze"], ["--max-nodes", "-1"]):
+        with pytest.raises(SystemExit) as info:
+            _parse_args(argv)
+        assert info.value.code == 2
+
+
+def test_end_to_end_on_a_public_file():
+    path = PONS_DIR / "Test_L3_R1"
+    if not path.is_file():
+        pytest.skip(f"Pons benchmark file {path} not found")
+    text = "".join(path.read_text().splitlines(keepends=True)[:50])
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "solve"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == text.splitlines()  # "<moves> <score>", scores exact
