@@ -1,0 +1,634 @@
+"""REINFORCE with an entropy bonus: the policy-gradient baseline of the Connect-Zero series.
+
+One training *batch* is ``games_per_batch`` complete games between the learner
+and an opponent, played together on the batched engine; then one gradient step.
+
+- **Self-play.** The learner samples from its masked softmax (temperature 1).
+  Colours alternate: the learner moves first in even-numbered games. Only the
+  learner's own moves are trained on, also against a frozen copy of itself
+  (the Connect-Zero setup: the copy's moves come from older weights, so they
+  are off-policy for the learner).
+- **Returns.** The outcome for the mover (+1 win, 0 draw, -1 loss), discounted
+  by the *mover's own* remaining moves: a move followed by ``m`` more moves of
+  the same player gets ``gamma ** m * outcome``, so both players' last moves
+  get the full outcome. ``gamma = 1`` (default) is plain Monte Carlo.
+- **Loss** over the ``N`` learner moves of a batch::
+
+      loss = -mean(advantage * log pi(move)) - beta * mean(H(pi)) [+ value_coef * MSE(value, return)]
+
+  ``pi`` is the softmax over the legal columns only, ``H`` its entropy.
+  ``advantage = return - baseline`` with ``baseline`` one of ``none`` (0),
+  ``mean`` (a running mean of the returns) or ``value`` (the model's value
+  head, detached, itself trained towards the returns with the MSE term).
+- **Opponent.** ``self``: a frozen copy of the learner, refreshed when the
+  learner wins at least ``swap_threshold`` of its last ``swap_window``
+  training games against it (:class:`SwapRule`). Or ``random_punisher`` /
+  ``random`` (fixed baseline players).
+- **Entropy bonus** ``beta`` anneals linearly to ``beta_final`` over the run.
+
+Training runs in *chunks* of ``batches_per_chunk`` batches; a chunk returns the
+new model and a trainer state (optimiser, frozen opponent, swap window, running
+mean, step) from which the next chunk resumes exactly.
+
+Shapes: G games, N recorded learner moves, A = 7 columns.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .bitboard import NUM_CELLS, WIDTH
+from .config import check
+from .evaluation import model_fn, solver_set_metrics, win_rates
+from .match import MatchResult, play_match
+from .models import build_model
+from .players import Player, PolicyPlayer, RandomPlayer, RandomPunisher, masked_logits
+from .training import TrainingDivergedError
+
+log = logging.getLogger(__name__)
+
+STATE_FORMAT = "connect-zero-reinforce-state/1"
+OPPONENTS = ("self", "random_punisher", "random")
+BASELINES = ("none", "mean", "value")
+
+
+@dataclass(frozen=True)
+class ReinforceConfig:
+    """Hyper-parameters of REINFORCE training. Validated on construction."""
+
+    games_per_batch: int = 512
+    """Games per gradient step (the batch), played together; colours alternate."""
+    batches_per_chunk: int = 50
+    """Gradient steps per chunk (one checkpoint and one evaluation per chunk)."""
+    lr: float = 1e-3
+    """Adam learning rate (constant)."""
+    beta: float = 0.05
+    """Entropy bonus weight at the start of the run (0 disables the bonus)."""
+    beta_final: float | None = None
+    """Entropy bonus at the end of the run, reached linearly; ``None`` keeps ``beta``."""
+    gamma: float = 1.0
+    """Discount per remaining move of the mover (see the module doc); 1 = no discount."""
+    baseline: str = "none"
+    """``none`` (plain REINFORCE), ``mean`` (running mean of returns) or ``value`` (value head)."""
+    baseline_decay: float = 0.99
+    """Running-mean baseline: ``b <- decay * b + (1 - decay) * mean(batch returns)``."""
+    value_coef: float = 0.5
+    """Weight of the value-head MSE when ``baseline`` is ``value``."""
+    opponent: str = "self"
+    """``self`` (frozen copy, refreshed by the swap rule), ``random_punisher`` or ``random``."""
+    swap_threshold: float = 0.52
+    """Refresh the frozen copy when the learner's win rate against it reaches this."""
+    swap_window: int = 2048
+    """Training games against the current copy the win rate is measured over (sliding)."""
+    grad_clip: float = 1.0
+    """Max global grad norm (0 disables clipping)."""
+    max_loss: float = 50.0
+    """Stop with :class:`TrainingDivergedError` when a loss exceeds this or is not finite."""
+    seed: int = 0
+    """Seeds the games of every batch (mixed with the global step number)."""
+
+    def __post_init__(self):
+        check(self.games_per_batch >= 2, "games_per_batch", self.games_per_batch, ">= 2")
+        check(self.batches_per_chunk >= 1, "batches_per_chunk", self.batches_per_chunk, ">= 1")
+        check(self.lr > 0, "lr", self.lr, "> 0")
+        check(self.beta >= 0, "beta", self.beta, ">= 0")
+        check(
+            self.beta_final is None or self.beta_final >= 0,
+            "beta_final",
+            self.beta_final,
+            ">= 0 or null",
+        )
+        check(0 < self.gamma <= 1, "gamma", self.gamma, "in (0, 1]")
+        check(self.baseline in BASELINES, "baseline", self.baseline, f"one of {BASELINES}")
+        check(0 <= self.baseline_decay < 1, "baseline_decay", self.baseline_decay, "in [0, 1)")
+        check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")
+        check(self.opponent in OPPONENTS, "opponent", self.opponent, f"one of {OPPONENTS}")
+        check(0 < self.swap_threshold <= 1, "swap_threshold", self.swap_threshold, "in (0, 1]")
+        check(self.swap_window >= 1, "swap_window", self.swap_window, ">= 1")
+        check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
+        check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
+
+
+# ---------------------------------------------------------------------------
+# Returns, loss, schedule
+# ---------------------------------------------------------------------------
+
+
+def discounted_returns(
+    outcome: torch.Tensor, ply: torch.Tensor, length: torch.Tensor, gamma: float
+) -> torch.Tensor:
+    """Discounted return of each recorded move.
+
+    Args:
+        outcome: ``[N] float32`` final result for the mover (+1 / 0 / -1).
+        ply: ``[N] int64`` ply of the move (0 = the game's first move).
+        length: ``[N]`` length in plies of the move's game.
+        gamma: discount per remaining move of the same player.
+
+    Returns:
+        ``[N] float32``: ``gamma ** m * outcome`` with ``m = (length - 1 - ply) // 2``,
+        the number of moves the mover still makes after this one.
+    """
+    remaining = torch.div(length.long() - 1 - ply.long(), 2, rounding_mode="floor")  # (N,)
+    if bool((remaining < 0).any()):
+        raise ValueError("a move's ply is not before the end of its game")
+    return outcome.float() * torch.pow(torch.tensor(float(gamma)), remaining.float())
+
+
+def masked_entropy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """``[N]`` entropy (nats) of the softmax over the legal columns of ``logits [N, 7]``."""
+    logp = F.log_softmax(masked_logits(logits, legal), dim=1)  # (N, 7), -inf where illegal
+    # Zero the illegal entries before the product: 0 * -inf would be NaN (also in backward).
+    logp = logp.masked_fill(~legal, 0.0)
+    return -(logp.exp() * logp).sum(1)
+
+
+@dataclass(frozen=True)
+class ReinforceLoss:
+    """Scalars of one batch: ``loss = policy_loss - beta * entropy + value_coef * value_loss``."""
+
+    loss: torch.Tensor
+    policy_loss: torch.Tensor  # -mean(advantage * log pi(move))
+    entropy: torch.Tensor  # mean masked-softmax entropy over the batch
+    value_loss: torch.Tensor  # MSE(value, returns), 0 without a value baseline
+
+
+def reinforce_loss(
+    logits: torch.Tensor,
+    legal: torch.Tensor,
+    moves: torch.Tensor,
+    advantages: torch.Tensor,
+    beta: float,
+    value: torch.Tensor | None = None,
+    returns: torch.Tensor | None = None,
+    value_coef: float = 0.0,
+) -> ReinforceLoss:
+    """The REINFORCE loss with an entropy bonus (and an optional value-head MSE).
+
+    Args:
+        logits: ``[N, 7]`` raw policy logits (illegal columns are masked here).
+        legal: ``[N, 7] bool``.
+        moves: ``[N] int64`` columns played (legal).
+        advantages: ``[N] float32``, treated as constants (no gradient flows into them).
+        beta: entropy bonus weight; the bonus *lowers* the loss of spread-out policies.
+        value, returns: ``[N]`` value predictions and their targets, for the MSE term.
+        value_coef: weight of the MSE term.
+
+    Returns:
+        :class:`ReinforceLoss`.
+    """
+    n = logits.shape[0]
+    assert logits.shape == (n, WIDTH) and legal.shape == (n, WIDTH), (logits.shape, legal.shape)
+    assert moves.shape == (n,) and advantages.shape == (n,), (moves.shape, advantages.shape)
+    logp = F.log_softmax(masked_logits(logits, legal), dim=1)  # (N, 7)
+    logp_move = logp.gather(1, moves.long()[:, None]).squeeze(1)  # (N,)
+    policy_loss = -(advantages.detach() * logp_move).mean()
+    entropy = masked_entropy(logits, legal).mean()
+    if value is not None and returns is not None and value_coef > 0:
+        value_loss = F.mse_loss(value, returns)
+    else:
+        value_loss = torch.zeros((), device=logits.device)
+    loss = policy_loss - beta * entropy + value_coef * value_loss
+    return ReinforceLoss(loss, policy_loss, entropy, value_loss)
+
+
+def beta_at(progress: float, beta: float, beta_final: float | None) -> float:
+    """Entropy weight at run ``progress`` in [0, 1]: linear from ``beta`` to ``beta_final``."""
+    if beta_final is None:
+        return beta
+    progress = min(max(progress, 0.0), 1.0)
+    return beta + (beta_final - beta) * progress
+
+
+# ---------------------------------------------------------------------------
+# The frozen opponent's swap rule
+# ---------------------------------------------------------------------------
+
+
+class SwapRule:
+    """When to refresh the frozen copy: the learner's win rate over its recent games against it.
+
+    Batches of training games are added with :meth:`update`. The window holds
+    the most recent batches covering at least ``window`` games (whole batches:
+    the oldest is dropped while the rest still cover ``window``). When the
+    window covers ``window`` games and ``wins / games >= threshold``,
+    :meth:`update` returns ``True`` and the window restarts empty (games
+    against the old copy say nothing about the new one). Draws count as
+    not-wins.
+    """
+
+    def __init__(self, threshold: float, window: int):
+        check(0 < threshold <= 1, "swap_threshold", threshold, "in (0, 1]")
+        check(window >= 1, "swap_window", window, ">= 1")
+        self.threshold = threshold
+        self.window = window
+        self.batches: list[tuple[int, int]] = []  # (wins, games) per batch, oldest first
+
+    @property
+    def games(self) -> int:
+        return sum(g for _, g in self.batches)
+
+    @property
+    def win_rate(self) -> float:
+        """Win rate over the window (0 when empty)."""
+        games = self.games
+        return sum(w for w, _ in self.batches) / games if games else 0.0
+
+    def update(self, wins: int, games: int) -> bool:
+        """Add a batch's ``wins`` out of ``games``; ``True`` when the copy should be refreshed."""
+        if not 0 <= wins <= games:
+            raise ValueError(f"wins must be in [0, games={games}], got {wins}")
+        self.batches.append((int(wins), int(games)))
+        while len(self.batches) > 1 and self.games - self.batches[0][1] >= self.window:
+            self.batches.pop(0)
+        if self.games >= self.window and self.win_rate >= self.threshold:
+            self.batches.clear()
+            return True
+        return False
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"batches": [list(b) for b in self.batches]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.batches = [(int(w), int(g)) for w, g in state.get("batches", [])]
+
+
+# ---------------------------------------------------------------------------
+# Self-play
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A batch of games; per-move tensors hold the learner's moves only, ply-major."""
+
+    boards: torch.Tensor  # [N, 6, 7] int8, from the learner's view
+    legal: torch.Tensor  # [N, 7] bool
+    moves: torch.Tensor  # [N] int64
+    returns: torch.Tensor  # [N] float32, discounted (see discounted_returns)
+    outcome: torch.Tensor  # [N] float32, the learner's final result in the move's game
+    game: torch.Tensor  # [N] int64
+    ply: torch.Tensor  # [N] int64, ply of the move in its game (0 = first move)
+    result: torch.Tensor  # [G] int8, the learner's result per game (+1 / 0 / -1)
+    length: torch.Tensor  # [G] int16, plies per game
+
+
+def play_rollout(
+    learner: nn.Module,
+    opponent: Player,
+    num_games: int,
+    seed: int,
+    gamma: float = 1.0,
+    device: torch.device | str = "cpu",
+) -> Rollout:
+    """Play ``num_games`` games of the sampling ``learner`` against ``opponent``.
+
+    The learner moves first in even-numbered games. Returns the learner's moves
+    with their discounted returns (:class:`Rollout`).
+    """
+    match = play_match(
+        PolicyPlayer(learner, temperature=1.0), opponent, num_games, seed, True, device
+    )
+    mine = match.mover_is_a  # (N_all,)
+    boards = match.states[mine]  # (N, 6, 7)
+    game = match.game[mine]
+    outcome = match.returns[mine]
+    returns = discounted_returns(outcome, match.ply[mine], match.length[game], gamma)
+    return Rollout(
+        boards=boards,
+        legal=boards[:, 0, :] == 0,  # top row (row 0) empty <=> the column is playable
+        moves=match.moves[mine],
+        returns=returns,
+        outcome=outcome,
+        game=game,
+        ply=match.ply[mine],
+        result=match.result,
+        length=match.length,
+    )
+
+
+def distinct_games(match: MatchResult) -> int:
+    """Number of distinct move sequences among the games of a recorded match."""
+    if match.moves is None:
+        raise ValueError("distinct_games needs a match played with record=True")
+    seqs = torch.full((match.num_games, NUM_CELLS), -1, dtype=torch.int64)  # (G, 42)
+    seqs[match.game.cpu(), match.ply.cpu()] = match.moves.cpu()
+    return int(torch.unique(seqs, dim=0).shape[0])
+
+
+@torch.no_grad()
+def selfplay_diversity(
+    model: nn.Module, num_games: int = 200, seed: int = 0, device: torch.device | str = "cpu"
+) -> dict[str, float]:
+    """How varied the model's sampled self-play is: the policy-collapse detector.
+
+    Plays ``num_games`` games of the model against itself, both sides sampling
+    from the masked softmax. Returns ``distinct_games`` (distinct move
+    sequences), ``distinct_fraction`` and ``policy_entropy`` (mean masked-softmax
+    entropy, nats, over every position played).
+    """
+    model = model.to(device).eval()
+    player = PolicyPlayer(model, temperature=1.0)
+    match = play_match(player, player, num_games, seed, record=True, device=device)
+    logits, _ = model(match.states)
+    entropy = masked_entropy(logits, match.states[:, 0, :] == 0)
+    distinct = distinct_games(match)
+    return {
+        "distinct_games": float(distinct),
+        "distinct_fraction": distinct / num_games,
+        "policy_entropy": float(entropy.mean()),
+        "selfplay_mean_length": float(match.length.double().mean()),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------
+
+
+def init_policy(model_config: dict[str, Any] | str, seed: int = 0) -> nn.Module:
+    """A freshly initialised network from ``model_config`` (see ``build_model``), seeded.
+
+    The global RNG is forked, so the caller's random state is left untouched.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        model = build_model(model_config)
+    model.meta = {"chunk": 0}
+    return model.eval()
+
+
+def _fixed_opponent(name: str) -> Player:
+    return RandomPunisher() if name == "random_punisher" else RandomPlayer()
+
+
+def train_chunk(
+    model: nn.Module,
+    config: ReinforceConfig,
+    state: Mapping[str, Any] | None = None,
+    chunk: int = 1,
+    num_chunks: int = 1,
+    device: torch.device | str = "cpu",
+    progress_bar: bool = False,
+) -> tuple[nn.Module, dict[str, Any], dict[str, float]]:
+    """Train a copy of ``model`` for one chunk of ``config.batches_per_chunk`` batches.
+
+    Args:
+        model: the policy to start from (not modified).
+        config: hyper-parameters.
+        state: the trainer state returned by the previous chunk (``None`` or
+            ``{}`` for a fresh start): Adam moments, frozen opponent, swap window,
+            running-mean baseline.
+        chunk: 1-based chunk number; with ``num_chunks`` it places this chunk in
+            the run (beta schedule, per-batch seeds ``seed * 1_000_003 + step``).
+        device: where games and training run.
+        progress_bar: show a tqdm bar.
+
+    Returns:
+        ``(model, state, metrics)``: the trained copy (eval mode, on CPU), the
+        trainer state for the next chunk, and the chunk's metrics: ``loss``,
+        ``policy_loss``, ``policy_entropy``, ``value_loss`` (batch means),
+        ``win_rate``/``draw_rate``/``loss_rate`` against the training opponent,
+        ``mean_return``, ``mean_game_length``, ``beta_start``, ``beta_end``,
+        ``opponent_swaps`` (in this chunk), ``opponent_version`` (swaps so far),
+        ``swap_window_win_rate``, ``games``, ``samples``, ``seconds``, ``games_per_s``.
+
+    Raises:
+        TrainingDivergedError: a batch loss was not finite or exceeded ``max_loss``.
+        ValueError: ``state`` is not a REINFORCE trainer state for this model.
+    """
+    check(1 <= chunk <= num_chunks, "chunk", chunk, f"in [1, num_chunks={num_chunks}]")
+    device = torch.device(device)
+    state = dict(state or {})
+    if state and state.get("format") != STATE_FORMAT:
+        raise ValueError(f"trainer state is not a {STATE_FORMAT} dict: {state.get('format')!r}")
+    net = copy.deepcopy(model).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=config.lr)
+    if state.get("optimizer"):
+        try:
+            opt.load_state_dict(state["optimizer"])
+        except (ValueError, KeyError) as exc:
+            raise ValueError(f"trainer state's optimizer does not match the model: {exc}") from exc
+        for group in opt.param_groups:
+            group["lr"] = config.lr
+    swap = SwapRule(config.swap_threshold, config.swap_window)
+    swap.load_state_dict(state.get("swap", {}))
+    baseline_mean = float(state.get("baseline", 0.0))
+    version = int(state.get("opponent_version", 0))
+
+    frozen: nn.Module | None = None
+    if config.opponent == "self":
+        frozen = copy.deepcopy(net)
+        if state.get("opponent") is not None:
+            frozen.load_state_dict(state["opponent"])
+        frozen.eval().requires_grad_(False)
+        opponent: Player = PolicyPlayer(frozen, temperature=1.0)
+    else:
+        opponent = _fixed_opponent(config.opponent)
+
+    total_steps = num_chunks * config.batches_per_chunk
+    first_step = (chunk - 1) * config.batches_per_chunk
+    if "step" in state and int(state["step"]) != first_step:
+        log.warning(
+            "trainer state is at step %s but chunk %d starts at step %d; using the chunk's step",
+            state["step"],
+            chunk,
+            first_step,
+        )
+    keys = ("loss", "policy_loss", "policy_entropy", "value_loss", "mean_return")
+    sums = dict.fromkeys(keys, 0.0)
+    wins = draws = games = samples = plies = swaps = 0
+    betas = []
+    steps = range(config.batches_per_chunk)
+    if progress_bar:
+        from tqdm.auto import tqdm
+
+        steps = tqdm(steps, desc=f"reinforce chunk {chunk}", unit="batch", leave=False)
+    start = time.perf_counter()
+    for i in steps:
+        step = first_step + i
+        beta = beta_at(step / total_steps, config.beta, config.beta_final)
+        betas.append(beta)
+        net.eval()  # act with inference-mode layers (BatchNorm running stats)
+        b = play_rollout(
+            net,
+            opponent,
+            config.games_per_batch,
+            seed=config.seed * 1_000_003 + step,
+            gamma=config.gamma,
+            device=device,
+        )
+        net.train()
+        b_logits, b_value = net(b.boards)  # (N, 7), (N,)
+        if config.baseline == "value":
+            b_adv = b.returns - b_value.detach()
+        elif config.baseline == "mean":
+            b_adv = b.returns - baseline_mean
+        else:
+            b_adv = b.returns
+        out = reinforce_loss(
+            b_logits,
+            b.legal,
+            b.moves,
+            b_adv,
+            beta,
+            value=b_value if config.baseline == "value" else None,
+            returns=b.returns,
+            value_coef=config.value_coef if config.baseline == "value" else 0.0,
+        )
+        loss, policy_loss, entropy, value_loss = (
+            torch.stack([out.loss, out.policy_loss, out.entropy, out.value_loss]).detach().tolist()
+        )
+        if not math.isfinite(loss) or abs(loss) > config.max_loss:
+            raise TrainingDivergedError(
+                f"REINFORCE diverged at step {step + 1} (chunk {chunk}): loss {loss} "
+                f"(limit max_loss={config.max_loss}); the previous model is kept"
+            )
+        opt.zero_grad(set_to_none=True)
+        out.loss.backward()
+        if config.grad_clip > 0:
+            nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
+        opt.step()
+
+        mean_return = float(b.returns.mean())
+        baseline_mean = config.baseline_decay * baseline_mean + (1 - config.baseline_decay) * float(
+            b.outcome.mean()
+        )
+        for key, value in (
+            ("loss", loss),
+            ("policy_loss", policy_loss),
+            ("policy_entropy", entropy),
+            ("value_loss", value_loss),
+            ("mean_return", mean_return),
+        ):
+            sums[key] += value
+        b_wins = int((b.result > 0).sum())
+        wins += b_wins
+        draws += int((b.result == 0).sum())
+        games += config.games_per_batch
+        samples += b.moves.shape[0]
+        plies += int(b.length.sum())
+        if frozen is not None and swap.update(b_wins, config.games_per_batch):
+            frozen.load_state_dict(net.state_dict())
+            frozen.eval()
+            swaps += 1
+            version += 1
+            log.info("chunk %d step %d: learner beat its frozen copy, refreshed", chunk, step + 1)
+        if progress_bar:
+            steps.set_postfix(
+                entropy=f"{entropy:.3f}", win=f"{b_wins / config.games_per_batch:.2f}"
+            )
+    seconds = time.perf_counter() - start
+    n = config.batches_per_chunk
+    metrics = {key: sums[key] / n for key in keys}
+    metrics.update(
+        win_rate=wins / games,
+        draw_rate=draws / games,
+        loss_rate=(games - wins - draws) / games,
+        mean_game_length=plies / games,
+        beta_start=betas[0],
+        beta_end=betas[-1],
+        opponent_swaps=float(swaps),
+        opponent_version=float(version),
+        swap_window_win_rate=swap.win_rate,
+        games=float(games),
+        samples=float(samples),
+        seconds=seconds,
+        games_per_s=games / seconds if seconds > 0 else 0.0,
+    )
+    new_state = {
+        "format": STATE_FORMAT,
+        "step": first_step + n,
+        "optimizer": opt.state_dict(),
+        "opponent": None if frozen is None else _cpu_state(frozen),
+        "opponent_version": version,
+        "swap": swap.state_dict(),
+        "baseline": baseline_mean,
+    }
+    net = net.eval().cpu()
+    net.meta = {"chunk": chunk, "step": first_step + n, "algorithm": "reinforce"}
+    return net, new_state, metrics
+
+
+def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+
+# ---------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReinforceEvalConfig:
+    """Per-chunk evaluation. Validated on construction."""
+
+    num_games: int = 400
+    """Games of the greedy network against RandomPunisher (colours alternate)."""
+    diversity_games: int = 200
+    """Sampled self-play games for ``distinct_games`` and ``policy_entropy``."""
+    seed: int = 0
+    """Seeds the matches. The same for every chunk: the curve compares models on equal draws."""
+
+    def __post_init__(self):
+        check(self.num_games >= 200, "num_games", self.num_games, ">= 200 (both colours, seeded)")
+        check(self.diversity_games >= 1, "diversity_games", self.diversity_games, ">= 1")
+
+
+def evaluate_policy(
+    model: nn.Module,
+    positions: pd.DataFrame | None,
+    config: ReinforceEvalConfig,
+    device: torch.device | str = "cpu",
+) -> dict[str, float]:
+    """The network alone, under the metric names the AlphaZero evaluation uses.
+
+    Returns:
+        ``solver.*`` (see :func:`~.evaluation.solver_set_metrics`; left out when
+        ``positions`` is None), ``punisher.policy.*`` (greedy network vs
+        RandomPunisher: ``win_rate``, ``draw_rate``, ``loss_rate``, ...) and the
+        diversity figures of :func:`selfplay_diversity` (``distinct_games``,
+        ``distinct_fraction``, ``policy_entropy``, ``selfplay_mean_length``).
+    """
+    model = model.to(device).eval()
+    metrics: dict[str, float] = {}
+    if positions is not None:
+        for k, v in solver_set_metrics(model_fn(model, device), positions).items():
+            metrics[f"solver.{k}"] = v
+    greedy = PolicyPlayer(model, temperature=0.0)
+    for k, v in win_rates(greedy, RandomPunisher(), config.num_games, config.seed, device).items():
+        metrics[f"punisher.policy.{k}"] = v
+    metrics.update(selfplay_diversity(model, config.diversity_games, config.seed + 1, device))
+    return metrics
+
+
+__all__ = [
+    "BASELINES",
+    "OPPONENTS",
+    "ReinforceConfig",
+    "ReinforceEvalConfig",
+    "ReinforceLoss",
+    "Rollout",
+    "SwapRule",
+    "beta_at",
+    "discounted_returns",
+    "distinct_games",
+    "evaluate_policy",
+    "init_policy",
+    "masked_entropy",
+    "play_rollout",
+    "reinforce_loss",
+    "selfplay_diversity",
+    "train_chunk",
+]
