@@ -49,7 +49,9 @@ def _load(path: Path, limit: int | None) -> tuple[list[str], np.ndarray, np.ndar
     pairs = [moves_to_bitboards(r[0]) for r in rows]
     pos = np.array([p for p, _ in pairs], dtype=np.int64)  # [N]
     mask = np.array([m for _, m in pairs], dtype=np.int64)  # [N]
-    expected = np.array([int(r[1]) if len(r) > 1 else 0 for r in rows], dtype=np.int64)  # [N]
+    if any(len(r) < 2 for r in rows):
+        raise ValueError(f"{path}: every line must be '<moves> <score>' (a Pons benchmark file)")
+    expected = np.array([int(r[1]) for r in rows], dtype=np.int64)  # [N]
     return [r[0] for r in rows], pos, mask, expected
 
 
@@ -139,7 +141,7 @@ def run(args) -> Iterator[dict]:
             wrong += int((scores != truth).sum())
             us = [t / n * 1e6 for t in times]
             extra = dict(common, median=statistics.median(us), repeats=repeats)
-            if ref is not None and not weak:
+            if ref is not None and not weak and limit is None:  # the reference is whole-file
                 extra.update(reference_us=ref, ratio=min(us) / ref)
             yield figure("solver", f"us_per_position{suffix}", min(us), **extra)
             yield figure(
