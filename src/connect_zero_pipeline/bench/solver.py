@@ -39,7 +39,7 @@ from ..core.bitboard import moves_to_bitboards
 from ..core.solver import Solver, _solve_batch
 from . import figure
 
-PONS_DIR = Path(__file__).resolve().parents[3] / ".." / "shared" / "pons-benchmark"
+PONS_DIR = (Path(__file__).resolve().parents[3] / ".." / "shared" / "pons-benchmark").resolve()
 # Pons' C++ solver without opening book, mean microseconds per position, measured here.
 REFERENCE_US = {"Test_L3_R1": 60.0, "Test_L2_R1": 120.0}
 
