@@ -534,12 +534,12 @@ class Solver:
         """Empty the transposition table (touches every page: milliseconds for 64 MiB)."""
         self._tt.fill(0)
 
-    def solve(self, position, weak: bool = False) -> int:
+    def solve(self, moves_or_bitboards, weak: bool = False) -> int:
         """Exact score of an unfinished position for the side to move.
 
         Args:
-            position: a Pons move string (``"4453"``) or a ``(position, mask)``
-                pair of bitboards (see :mod:`.bitboard`).
+            moves_or_bitboards: a Pons move string (``"4453"``) or a
+                ``(position, mask)`` pair of bitboards (see :mod:`.bitboard`).
             weak: return only the sign (-1 loss, 0 draw, +1 win), which is cheaper.
 
         Returns:
@@ -548,7 +548,7 @@ class Solver:
         Raises:
             ValueError: invalid move string, illegal bitboards or a finished game.
         """
-        pos, mask, _ = _to_bitboards(position)
+        pos, mask, _ = _to_bitboards(moves_or_bitboards)
         scores, _, nodes = self.solve_batch(
             np.array([pos], dtype=np.int64), np.array([mask], dtype=np.int64), weak=weak
         )
@@ -656,9 +656,9 @@ def default_solver() -> Solver:
     return _DEFAULT
 
 
-def solve(position, weak: bool = False) -> int:
+def solve(moves_or_bitboards, weak: bool = False) -> int:
     """:meth:`Solver.solve` on the module-level solver."""
-    return default_solver().solve(position, weak=weak)
+    return default_solver().solve(moves_or_bitboards, weak=weak)
 
 
 def analyze(position) -> list[int | None]:
