@@ -8,7 +8,9 @@ child run gets the generation's parameters, every ``*_metrics`` output of its
 nodes (also logged on the parent with ``step = generation``, for curves) and
 its model file. It is ended FINISHED when the generation's last node in this
 run completes, or FAILED if the pipeline fails. Pipeline-level outputs
-(``learning_curves``) are logged on the parent.
+(``learning_curves``) are logged on the parent. REINFORCE chunks (``rf_001``,
+...) are treated like generations, and ``reinforce_learning_curves`` like
+``learning_curves``.
 
 ``MlflowRunStackHook``. kedro-mlflow reopens its run at every node (for thread
 safety), which pushes the same run onto MLflow's stack again; after the run
@@ -34,7 +36,8 @@ from mlflow.tracking import MlflowClient
 
 log = logging.getLogger(__name__)
 
-_GEN = re.compile(r"^gen_(\d{3,})$")
+# AlphaZero generations (gen_001, ...) and REINFORCE chunks (rf_001, ...): the number is the step.
+_GEN = re.compile(r"^(?:gen|rf)_(\d{3,})$")
 
 
 def end_all_runs(status: str) -> int:
@@ -105,11 +108,13 @@ class GenerationRunsHook:
             return
         if node.namespace and _GEN.match(node.namespace):
             self._log_generation_node(node, inputs, outputs)
-        elif "learning_curves" in outputs:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "learning_curves.png"
-                outputs["learning_curves"].savefig(path, dpi=120)
-                self._client.log_artifact(self._parent, str(path), "plots")
+        else:
+            for name, value in outputs.items():
+                if name.endswith("learning_curves") and hasattr(value, "savefig"):
+                    with tempfile.TemporaryDirectory() as tmp:
+                        path = Path(tmp) / f"{name}.png"
+                        value.savefig(path, dpi=120)
+                        self._client.log_artifact(self._parent, str(path), "plots")
 
     def _log_generation_node(self, node, inputs, outputs) -> None:
         namespace = node.namespace

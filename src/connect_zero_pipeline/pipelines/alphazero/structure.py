@@ -48,9 +48,14 @@ def _load_from_conf() -> dict[str, Any]:
     return dict(loader["parameters"])
 
 
+def registry_params() -> dict[str, Any]:
+    """The run's merged parameters while the registry builds pipelines (or ``conf/`` outside a run)."""
+    return _STASH or _load_from_conf()
+
+
 def structure() -> tuple[int, int]:
     """``(num_generations, buffer_gens)`` for building the DAG, validated."""
-    params = _STASH or _load_from_conf()
+    params = registry_params()
     num_generations = (params.get("alphazero") or {}).get("num_generations", 8)
     buffer_gens = (params.get("train") or {}).get("buffer_gens", 4)
     for key, value in (

@@ -1,0 +1,97 @@
+"""REINFORCE nodes: parameters -> frozen configs -> ``core.reinforce`` calls."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import torch
+from torch import nn
+
+from ...core.config import from_params, resolve_device
+from ...core.models import count_parameters
+from ...core.reinforce import (
+    ReinforceConfig,
+    ReinforceEvalConfig,
+    evaluate_policy,
+    init_policy,
+    train_chunk,
+)
+from ..params import split_params
+
+log = logging.getLogger(__name__)
+
+
+def init_reinforce_model(params: dict) -> tuple[nn.Module, dict]:
+    """Chunk 0: the initial policy and an empty trainer state.
+
+    ``params`` (``reinforce.model``): ``preset`` (``mlp``, ``tiny``, ...) or an
+    architecture dict under ``arch``; ``seed`` for the initial weights.
+    """
+    extra, rest = split_params(params, {"seed": 0, "preset": None, "arch": None}, "reinforce.model")
+    if rest:
+        raise ValueError(
+            f"unknown parameter(s) {sorted(rest)} in 'reinforce.model'; valid: preset, arch, seed"
+        )
+    if (extra["arch"] is None) == (extra["preset"] is None):
+        raise ValueError("parameters 'reinforce.model' need exactly one of 'preset' and 'arch'")
+    model = init_policy(extra["arch"] or extra["preset"], seed=int(extra["seed"]))
+    log.info("REINFORCE: initialised %s, %d parameters", model.config, count_parameters(model))
+    return model, {}
+
+
+def train_reinforce_chunk(
+    model: nn.Module, state: dict, params: dict, chunk: int, num_chunks: int
+) -> tuple[nn.Module, dict, dict]:
+    """Chunk ``chunk`` of ``num_chunks``: resume from the previous model and trainer state.
+
+    Returns the new model, the trainer state for the next chunk and the chunk's
+    ``train`` metrics (see :func:`~connect_zero_pipeline.core.reinforce.train_chunk`).
+    """
+    extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "reinforce.train")
+    cfg = from_params(ReinforceConfig, rest, "reinforce.train")
+    previous = torch.get_num_threads()
+    if extra["num_threads"]:
+        torch.set_num_threads(int(extra["num_threads"]))
+    try:
+        trained, new_state, metrics = train_chunk(
+            model,
+            cfg,
+            state,
+            chunk=chunk,
+            num_chunks=num_chunks,
+            device=resolve_device(extra["device"]),
+            progress_bar=True,
+        )
+    finally:
+        torch.set_num_threads(previous)
+    log.info(
+        "REINFORCE chunk %d/%d: %s", chunk, num_chunks, {k: round(v, 4) for k, v in metrics.items()}
+    )
+    return trained, new_state, metrics
+
+
+def evaluate_reinforce_chunk(
+    model: nn.Module, positions: pd.DataFrame, params: dict, chunk: int
+) -> dict:
+    """The chunk's ``eval`` metrics: ``solver.*``, ``punisher.policy.*``, ``distinct_games``, ..."""
+    extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "reinforce.evaluate")
+    cfg = from_params(ReinforceEvalConfig, rest, "reinforce.evaluate")
+    previous = torch.get_num_threads()
+    if extra["num_threads"]:
+        torch.set_num_threads(int(extra["num_threads"]))
+    try:
+        metrics = evaluate_policy(model, positions, cfg, resolve_device(extra["device"]))
+    finally:
+        torch.set_num_threads(previous)
+    log.info(
+        "REINFORCE chunk %d: solver acc %.3f | vs RandomPunisher (greedy) %.3f | "
+        "self-play: %d distinct games of %d, entropy %.3f",
+        chunk,
+        metrics["solver.acc"],
+        metrics["punisher.policy.win_rate"],
+        metrics["distinct_games"],
+        cfg.diversity_games,
+        metrics["policy_entropy"],
+    )
+    return metrics

@@ -1,0 +1,116 @@
+"""``reinforce``: init the policy, then N chunks of train -> evaluate, then the learning curves.
+
+The chunk loop is unrolled at registry time like the AlphaZero generations
+(design §5). Chunk ``k`` lives in the namespace ``rf_{k:03d}``:
+
+- ``rf_000.init_model``: ``params:reinforce.model`` -> ``rf_000.model``, ``rf_000.trainer_state``
+- ``rf_k.train``: ``rf_{k-1}.model`` + ``rf_{k-1}.trainer_state`` (Adam moments,
+  frozen opponent, swap window) -> ``rf_k.model``, ``rf_k.trainer_state``, ``rf_k.train_metrics``
+- ``rf_k.evaluate``: ``rf_k.model``, ``pons_positions`` -> ``rf_k.eval_metrics``
+- ``plot_reinforce_curves``: every chunk's metrics -> ``reinforce_learning_curves``
+
+The number of chunks, ``reinforce.num_chunks``, is structural: it is read from
+the run's configuration (base, env and ``--params``) when the DAG is built.
+"""
+
+from __future__ import annotations
+
+from functools import partial, update_wrapper
+
+from kedro.pipeline import Node, Pipeline
+
+from ..alphazero.structure import registry_params
+from .nodes import evaluate_reinforce_chunk, init_reinforce_model, train_reinforce_chunk
+from .report import plot_reinforce_curves
+
+DEFAULT_NUM_CHUNKS = 8
+
+
+def _bind(func, **kwargs):
+    """``partial`` that keeps the function's name and docs (for kedro-viz)."""
+    return update_wrapper(partial(func, **kwargs), func)
+
+
+def chunk_name(k: int) -> str:
+    """Namespace of chunk ``k``: ``rf_001`` ... (``rf_000`` is the initial policy)."""
+    return f"rf_{k:03d}"
+
+
+def num_chunks() -> int:
+    """``reinforce.num_chunks`` of the run being built, validated."""
+    value = (registry_params().get("reinforce") or {}).get("num_chunks", DEFAULT_NUM_CHUNKS)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 999:
+        raise ValueError(f"reinforce.num_chunks must be an integer in [1, 999], got {value!r}")
+    return value
+
+
+def init_pipeline() -> Pipeline:
+    template = Pipeline(
+        [
+            Node(
+                init_reinforce_model,
+                inputs="params:reinforce.model",
+                outputs=["model", "trainer_state"],
+                name="init_model",
+                tags=["reinforce", "init"],
+            )
+        ]
+    )
+    return Pipeline(template, namespace=chunk_name(0), parameters={"params:reinforce.model"})
+
+
+def chunk_pipeline(k: int, total: int) -> Pipeline:
+    """Chunk ``k`` of ``total``: a template namespaced as ``rf_{k:03d}``."""
+    template = Pipeline(
+        [
+            Node(
+                _bind(train_reinforce_chunk, chunk=k, num_chunks=total),
+                inputs=["previous_model", "previous_state", "params:reinforce.train"],
+                outputs=["model", "trainer_state", "train_metrics"],
+                name="train",
+                tags=["reinforce", "reinforce_train"],
+            ),
+            Node(
+                _bind(evaluate_reinforce_chunk, chunk=k),
+                inputs=["model", "pons_positions", "params:reinforce.evaluate"],
+                outputs="eval_metrics",
+                name="evaluate",
+                tags=["reinforce", "reinforce_evaluate"],
+            ),
+        ]
+    )
+    prev = chunk_name(k - 1)
+    return Pipeline(
+        template,
+        namespace=chunk_name(k),
+        inputs={
+            "previous_model": f"{prev}.model",
+            "previous_state": f"{prev}.trainer_state",
+            "pons_positions": "pons_positions",
+        },
+        parameters={"params:reinforce.train", "params:reinforce.evaluate"},
+    )
+
+
+def report_pipeline(total: int) -> Pipeline:
+    chunks = [chunk_name(k) for k in range(1, total + 1)]
+    return Pipeline(
+        [
+            Node(
+                _bind(plot_reinforce_curves, num_chunks=total),
+                inputs=[f"{c}.eval_metrics" for c in chunks]
+                + [f"{c}.train_metrics" for c in chunks],
+                outputs="reinforce_learning_curves",
+                name="plot_reinforce_curves",
+                tags=["reinforce", "report"],
+            )
+        ]
+    )
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    total = num_chunks()
+    pipe = init_pipeline()
+    for k in range(1, total + 1):
+        pipe += chunk_pipeline(k, total)
+    return pipe + report_pipeline(total)
