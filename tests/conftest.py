@@ -25,6 +25,11 @@ def kedro_project(tmp_path, monkeypatch):
     project.mkdir()
     shutil.copytree(REPO / "conf", project / "conf", ignore=shutil.ignore_patterns("local"))
     (project / "conf" / "local").mkdir()
+    # MLflow caches stores by URI string: a relative sqlite:///mlflow.db would keep
+    # pointing at the first test project of the process. Pin this project's own file.
+    (project / "conf" / "local" / "mlflow.yml").write_text(
+        f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
+    )
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=shutil.ignore_patterns("*.parquet*"))
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)

@@ -1,4 +1,4 @@
-"""``alphazero``: init_model, then N generations of self_play -> train -> evaluate.
+"""``alphazero``: init_model, N generations of self_play -> train -> evaluate, then export.
 
 The loop is unrolled at registry time (design §5). Generation ``k`` lives in
 the namespace ``gen_{k:03d}``:
@@ -10,6 +10,9 @@ the namespace ``gen_{k:03d}``:
   ``gen_k.eval_metrics``
 
 Dataset factories in ``catalog.yml`` make each of these a versioned entry.
+After the last generation: ``plot_learning_curves``, ``publish_model`` (the
+final model becomes ``latest_model``) and the ``export`` pipeline (ONNX,
+parity gate, play page).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from functools import partial, update_wrapper
 from kedro.pipeline import Node, Pipeline
 
 from ..evaluate.nodes import evaluate_generation
+from ..export.pipeline import create_pipeline as create_export
 from ..selfplay.nodes import generate_games, init_model
 from ..train.nodes import train_generation
 from .report import plot_learning_curves
@@ -108,9 +112,29 @@ def report_pipeline(num_generations: int) -> Pipeline:
     )
 
 
+def publish_model(model):
+    """The run's final model becomes ``latest_model`` (what ``play`` and ``export`` use)."""
+    return model
+
+
+def publish_pipeline(num_generations: int) -> Pipeline:
+    return Pipeline(
+        [
+            Node(
+                publish_model,
+                inputs=f"{generation_name(num_generations)}.model",
+                outputs="latest_model",
+                name="publish_model",
+                tags=["report"],
+            )
+        ]
+    )
+
+
 def create_pipeline(**kwargs) -> Pipeline:
     num_generations, buffer_gens = structure()
     pipe = init_pipeline()
     for k in range(1, num_generations + 1):
         pipe += generation_pipeline(k, num_generations, buffer_gens)
-    return pipe + report_pipeline(num_generations)
+    pipe += report_pipeline(num_generations) + publish_pipeline(num_generations)
+    return pipe + create_export()
