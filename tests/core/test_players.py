@@ -160,3 +160,26 @@ def test_policy_player_follows_the_model_and_masks_illegal_columns():
 def test_match_rejects_bad_game_count():
     with pytest.raises(ValueError, match="num_games must be >= 1, got 0"):
         play_match(RandomPlayer(), RandomPlayer(), num_games=0)
+
+
+def test_random_opening_randomises_only_the_first_plies():
+    class Always1:  # column 1, or the leftmost legal column once it is full
+        def act(self, state, generator=None):
+            return bb.legal_mask(state).long().argmax(1)
+
+    from connect_zero_pipeline.core.players import RandomOpening
+
+    player = RandomOpening(Always1(), plies=2)
+    gen = torch.Generator().manual_seed(0)
+    first = player.act(bb.state_from_moves([""] * 500), gen)
+    assert len(set(first.tolist())) == 7  # random at ply 0
+    later = player.act(bb.state_from_moves(["44", "4455", "1"] * 10), gen)
+    assert later.view(10, 3)[:, :2].eq(0).all()  # ply >= 2: the wrapped player
+    assert len(set(later.view(10, 3)[:, 2].tolist())) > 1  # ply 1: still random
+    result = play_match(
+        player, RandomOpening(Always1(), plies=2), num_games=40, seed=1, record=True
+    )
+    openings = {
+        tuple(result.moves[(result.game == g) & (result.ply < 2)].tolist()) for g in range(40)
+    }
+    assert len(openings) > 10

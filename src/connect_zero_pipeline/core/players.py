@@ -103,6 +103,29 @@ class PolicyPlayer:
         return sample_move(logits, legal_mask(state), generator, self.temperature)
 
 
+class RandomOpening:
+    """Uniformly random moves for the first ``plies`` plies of a game, then ``player``'s.
+
+    Wrapping both sides of a match between deterministic players (greedy
+    policies, noise-free MCTS) gives every game its own opening, so a match
+    measures more than the same two games repeated.
+    """
+
+    def __init__(self, player: Player, plies: int):
+        if plies < 0:
+            raise ValueError(f"plies must be >= 0, got {plies}")
+        self.player = player
+        self.plies = plies
+
+    def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
+        early = state.ply < self.plies  # (B,)
+        actions = random_legal_actions(state, generator)
+        late = (~early).nonzero().squeeze(1)
+        if late.numel():
+            actions[late] = self.player.act(state.take(late), generator)
+        return actions
+
+
 PLAYERS = {"random": RandomPlayer, "random_punisher": RandomPunisher}
 
 

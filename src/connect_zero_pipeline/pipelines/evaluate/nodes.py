@@ -11,7 +11,7 @@ from torch import nn
 from ...core.config import check, from_params, resolve_device
 from ...core.evaluation import model_fn, solver_set_metrics, win_rates
 from ...core.mcts import MCTSConfig, MCTSPlayer
-from ...core.players import PolicyPlayer, RandomPunisher
+from ...core.players import PolicyPlayer, RandomOpening, RandomPunisher
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,11 @@ class EvaluateConfig:
     """Simulations per move of the MCTS agent."""
     previous_games: int = 200
     """Games of the new model (MCTS agent) against the previous generation's."""
+    previous_sims: int = 16
+    """Simulations per move of both MCTS agents in the match against the previous generation."""
+    opening_plies: int = 2
+    """Random moves that open every game against the previous generation (the agents are
+    deterministic: without them the match would repeat the same two games)."""
     gating: bool = False
     """Keep the previous model unless the new one wins ``gate_threshold`` of the match."""
     gate_threshold: float = 0.55
@@ -37,6 +42,8 @@ class EvaluateConfig:
         check(self.num_games >= 200, "num_games", self.num_games, ">= 200 (both colours, seeded)")
         check(self.mcts_sims >= 1, "mcts_sims", self.mcts_sims, ">= 1")
         check(self.previous_games >= 2, "previous_games", self.previous_games, ">= 2")
+        check(self.previous_sims >= 1, "previous_sims", self.previous_sims, ">= 1")
+        check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
         check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
 
 
@@ -66,8 +73,12 @@ def evaluate_generation(
     for name, player in (("policy", PolicyPlayer(candidate.to(device).eval())), ("mcts", agent)):
         for k, v in win_rates(player, punisher, cfg.num_games, seed, device).items():
             metrics[f"punisher.{name}.{k}"] = v
-    old_agent = MCTSPlayer(previous.to(device).eval(), mcts_cfg, device=device)
-    vs_prev = win_rates(agent, old_agent, cfg.previous_games, seed + 1, device)
+    prev_cfg = MCTSConfig(sims=cfg.previous_sims)
+    new_agent = RandomOpening(MCTSPlayer(candidate, prev_cfg, device=device), cfg.opening_plies)
+    old_agent = RandomOpening(
+        MCTSPlayer(previous.to(device).eval(), prev_cfg, device=device), cfg.opening_plies
+    )
+    vs_prev = win_rates(new_agent, old_agent, cfg.previous_games, seed + 1, device)
     for k, v in vs_prev.items():
         metrics[f"previous.{k}"] = v
     score = vs_prev["win_rate"] + 0.5 * vs_prev["draw_rate"]
