@@ -54,6 +54,8 @@ class PonsConfig:
     """``local`` (process pool) or ``ray``."""
     ray_address: str | None = None
     """Ray cluster address for ``executor: ray`` (``auto``, ``ray://host:port``; null: RAY_ADDRESS or auto)."""
+    max_retries: int = 3
+    """``executor: ray``: retries of a solver task whose worker died."""
     seed: int = 0
     """Seeds the games."""
 
@@ -72,6 +74,7 @@ class PonsConfig:
         check(self.max_nodes >= 0, "max_nodes", self.max_nodes, ">= 0 (0: no budget)")
         check(self.workers >= 0, "workers", self.workers, ">= 0")
         check(self.executor in ("local", "ray"), "executor", self.executor, "'local' or 'ray'")
+        check(self.max_retries >= 0, "max_retries", self.max_retries, ">= 0")
 
 
 @contextmanager
@@ -81,7 +84,9 @@ def _labeller(cfg: PonsConfig):
     if cfg.executor == "ray":
         from ...core.scaleout import ray_chunk_runner
 
-        run_chunks = ray_chunk_runner(cfg.ray_address, cfg.max_nodes, cfg.tt_log2)
+        run_chunks = ray_chunk_runner(
+            cfg.ray_address, cfg.max_nodes, cfg.tt_log2, max_retries=cfg.max_retries
+        )
     labeller = Labeller(
         max_nodes=cfg.max_nodes,
         workers=cfg.workers,

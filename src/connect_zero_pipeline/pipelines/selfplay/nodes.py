@@ -11,6 +11,7 @@ from torch import nn
 
 from ...core.config import from_params, resolve_device
 from ...core.models import build_model, count_parameters
+from ...core.scaleout import RAY_SETTINGS, RayOptions, ray_self_play
 from ...core.selfplay import SelfPlayConfig, self_play
 from ..params import split_params
 
@@ -41,23 +42,37 @@ def init_model(params: dict) -> nn.Module:
 
 
 def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.DataFrame, dict]:
-    """One generation of batched MCTS self-play.
+    """One generation of batched MCTS self-play, in this process or sharded on Ray.
+
+    ``executor: ray`` and its settings (``core.scaleout.RAY_SETTINGS``) are
+    node-level keys like ``device``: the table is the same on either executor.
 
     Returns:
         The games table (design §4) and ``selfplay`` metrics.
     """
-    extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "selfplay")
+    node_keys = {"device": "auto", "num_threads": 1, **RAY_SETTINGS}
+    extra, rest = split_params(params, node_keys, "selfplay")
     cfg = from_params(SelfPlayConfig, rest, "selfplay")
-    device = resolve_device(extra["device"])
+    ray_options = RayOptions.from_settings(extra, "selfplay")
     start = time.perf_counter()
-    games = self_play(
-        cfg,
-        model=model,
-        device=device,
-        generation=generation,
-        progress=True,
-        num_threads=extra["num_threads"],
-    )
+    if ray_options is not None:  # shards on Ray actors (each picks its own device)
+        games = ray_self_play(
+            cfg,
+            model,
+            generation=generation,
+            options=ray_options,
+            num_threads=extra["num_threads"],
+            progress=True,
+        )
+    else:
+        games = self_play(
+            cfg,
+            model=model,
+            device=resolve_device(extra["device"]),
+            generation=generation,
+            progress=True,
+            num_threads=extra["num_threads"],
+        )
     seconds = time.perf_counter() - start
     num_games = int(games["game"].nunique())
     metrics = {
