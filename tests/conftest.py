@@ -15,6 +15,13 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
 
+def _data_skeleton(folder: str, names: list[str]) -> list[str]:
+    """``copytree`` filter: only data/'s layer folders and their .gitkeep, never run outputs
+    (a real run in the repo must not leak versions, models or caches into a test project)."""
+    top = Path(folder) == REPO / "data"
+    return [n for n in names if n != ".gitkeep" and not (top and (Path(folder) / n).is_dir())]
+
+
 @pytest.fixture
 def kedro_project(tmp_path, monkeypatch):
     """A copy of the project's conf/ and metadata in ``tmp_path``, as the working directory.
@@ -31,7 +38,7 @@ def kedro_project(tmp_path, monkeypatch):
         f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
     )
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
-    shutil.copytree(REPO / "data", project / "data", ignore=shutil.ignore_patterns("*.parquet*"))
+    shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
     monkeypatch.chdir(project)
     return project
