@@ -69,17 +69,17 @@ class ReinforceConfig:
 
     games_per_batch: int = 512
     """Games per gradient step (the batch), played together; colours alternate."""
-    batches_per_chunk: int = 50
+    batches_per_chunk: int = 200
     """Gradient steps per chunk (one checkpoint and one evaluation per chunk)."""
-    lr: float = 1e-3
+    lr: float = 3e-3
     """Adam learning rate (constant)."""
-    beta: float = 0.05
-    """Entropy bonus weight at the start of the run (0 disables the bonus)."""
+    beta: float = 0.1
+    """Entropy bonus weight at the start of the run (0 disables the bonus and the policy collapses)."""
     beta_final: float | None = None
     """Entropy bonus at the end of the run, reached linearly; ``None`` keeps ``beta``."""
     gamma: float = 1.0
     """Discount per remaining move of the mover (see the module doc); 1 = no discount."""
-    baseline: str = "none"
+    baseline: str = "mean"
     """``none`` (plain REINFORCE), ``mean`` (running mean of returns) or ``value`` (value head)."""
     baseline_decay: float = 0.99
     """Running-mean baseline: ``b <- decay * b + (1 - decay) * mean(batch returns)``."""
@@ -524,7 +524,7 @@ def train_chunk(
             frozen.eval()
             swaps += 1
             version += 1
-            log.info("chunk %d step %d: learner beat its frozen copy, refreshed", chunk, step + 1)
+            log.debug("chunk %d step %d: learner beat its frozen copy, refreshed", chunk, step + 1)
         if progress_bar:
             steps.set_postfix(
                 entropy=f"{entropy:.3f}", win=f"{b_wins / config.games_per_batch:.2f}"

@@ -48,7 +48,7 @@ def plot_reinforce_curves(*metrics: dict, num_chunks: int):
     axes[0].plot(x, table["solver.acc"], marker="o")
     axes[0].set_title("solver-set accuracy (network alone)")
     axes[1].plot(x, table["punisher.policy.win_rate"], marker="o", label="greedy network")
-    axes[1].plot(x, table["train.win_rate"], marker=".", label="training games (sampling)")
+    axes[1].plot(x, table["train.win_rate"], marker=".", label="training games vs its opponent")
     axes[1].axhline(0.35, color="grey", ls=":", lw=1)
     axes[1].set_title("win rate vs RandomPunisher / training opponent")
     axes[1].legend(fontsize=8)
