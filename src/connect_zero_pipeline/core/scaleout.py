@@ -41,6 +41,7 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -205,11 +206,15 @@ def resolve_address(address: str | None) -> str:
 
 
 def check_reachable(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
-    """Raise :class:`RayClusterUnreachable` naming ``address`` unless its port accepts a TCP connection.
+    """Raise :class:`RayClusterUnreachable` naming ``address`` unless a Ray cluster answers there.
 
-    ``auto`` is resolved the way Ray does (``RAY_ADDRESS``, then the address
-    file of the last ``ray start`` on this machine, then running GCS processes);
-    ``local`` needs no check.
+    Two steps, each bounded by ``timeout``: a TCP connection to the port, then
+    (for a head's ``host:port``) a request for the cluster id with Ray's own GCS
+    client, so that a port that accepts connections but is no Ray head (a
+    proxy, another service), or a head that refuses this process's token, fails
+    here too. ``auto`` is resolved the way Ray does (``RAY_ADDRESS``, then the
+    address file of the last ``ray start`` on this machine, then running GCS
+    processes); ``local`` needs no check; a ``ray://`` address gets the TCP step.
     """
     kind, host, port = _parse_address(address)
     if kind == "local":
@@ -237,6 +242,70 @@ def check_reachable(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> N
             f"{timeout:g} s ({exc or type(exc).__name__}); is `ray start --head` running there, "
             "and is ray_address (or RAY_ADDRESS) right?"
         ) from None
+    if kind != "client":
+        _probe_gcs(address, f"{host}:{port}", timeout)
+
+
+def _probe_gcs(address: str, target: str, timeout: float) -> None:
+    """Ask the head at ``target`` for its cluster id (Ray's GCS client, ``timeout`` bounded)."""
+    try:
+        from ray._raylet import InnerGcsClient
+
+        standalone = InnerGcsClient.standalone
+    except (ImportError, AttributeError):  # private API moved: leave the check to ray.init
+        return
+    outcome: list[BaseException | None] = []
+
+    def probe() -> None:
+        try:
+            standalone(target, None, max(1, int(timeout * 1000)))
+            outcome.append(None)
+        except Exception as exc:
+            outcome.append(exc)
+
+    # In a thread: the client's own connect waits can outlast ``timeout`` (it releases the GIL).
+    thread = threading.Thread(target=probe, name="ray-gcs-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    exc = outcome[0] if outcome else TimeoutError("no reply")
+    if exc is None or isinstance(exc, TypeError):  # a head answered, or the private API changed
+        return
+    text = str(exc)
+    if "Authentication" in type(exc).__name__ or "InvalidAuthToken" in text:
+        raise RayClusterUnreachable(
+            f"the Ray cluster at {address!r} refused this process's credentials ({text}); "
+            "its head uses token authentication: set RAY_AUTH_MODE=token and the token "
+            "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) for this process"
+        )
+    raise RayClusterUnreachable(
+        f"Ray cluster at {address!r} is unreachable: {target} accepts connections but "
+        f"does not answer as a Ray head within {timeout:g} s ({text}); is ray_address "
+        "(or RAY_ADDRESS) the head's GCS port (6379 by default)?"
+    )
+
+
+def _check_ray_client(address: str) -> None:
+    try:
+        from ray._private.utils import get_ray_client_dependency_error
+    except ImportError:  # private API moved: ray.init will say it
+        return
+    missing = get_ray_client_dependency_error()
+    if missing is not None:
+        raise ImportError(
+            f"ray_address {address!r} uses Ray Client, which needs pip install 'ray[client]' "
+            f"({missing}); or run the driver on a cluster machine with ray_address host:port"
+        )
+
+
+def _auth_hint(address: str) -> str:
+    """A hint when Ray's token authentication is the likely cause of a failed connection."""
+    if os.environ.get("RAY_AUTH_MODE") or address in ("auto", "local"):
+        return ""  # explicit mode, or Ray enables auth itself for auto-detected clusters
+    return (
+        "; if the cluster uses token authentication (Ray enables it when ~/.ray/auth_token "
+        "exists on the head), set RAY_AUTH_MODE=token and the token (RAY_AUTH_TOKEN or "
+        "~/.ray/auth_token) in this process's environment"
+    )
 
 
 def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT):
@@ -252,6 +321,8 @@ def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT
     check_reachable(address, timeout)
     if ray.is_initialized():
         return ray
+    if address.startswith("ray://"):
+        _check_ray_client(address)
     kwargs: dict[str, Any] = {"address": address, "logging_level": logging.WARNING}
     if address == "local":
         kwargs["include_dashboard"] = False
@@ -260,7 +331,7 @@ def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT
         ray.init(**kwargs)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         raise RayClusterUnreachable(
-            f"could not connect to the Ray cluster at {address!r}: {exc}"
+            f"could not connect to the Ray cluster at {address!r}: {exc}{_auth_hint(address)}"
         ) from exc
     resources = ray.cluster_resources()
     log.info(
@@ -276,39 +347,58 @@ def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT
 
 
 class _SelfPlayWorker:
-    """A Ray actor holding one network; plays shards of generations with it.
+    """A Ray actor that plays shards with a network it builds once per life.
 
-    ``weights_ref`` is ``[ray.put(checkpoint_dict(model))]``; every actor
-    rebuilds the network once per life from the one shared object.
+    The network arrives as ``weights_ref = [ray.put(checkpoint_dict(model))]``
+    with each call, wrapped in a list so that Ray passes the reference instead
+    of the value: the actor fetches and rebuilds it only when it has not built
+    that object yet (its first shard, or its first after a restart). Keeping
+    object references out of the constructor is what lets Ray restart an
+    actor safely (ray-project/ray#53727).
     """
 
-    def __init__(self, weights_ref: list, num_threads: int | None):
+    def __init__(self, num_threads: int | None):
         import ray
         import torch
 
-        from .models import build_model
-
-        # The reference comes wrapped in a list so that Ray does not resolve it into the
-        # creation task's arguments: the actor fetches it (again after a restart) while
-        # the pool, its owner, keeps it alive.
-        weights = ray.get(weights_ref[0])
         cuda = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
         self.device = torch.device("cuda" if cuda else "cpu")  # Ray sets CUDA_VISIBLE_DEVICES
-        model = build_model(weights["config"])
-        model.load_state_dict(weights["state_dict"])
-        self.model = model.to(self.device).eval()
         self.num_threads = num_threads
+        self.model = None
+        self._weights_id = None
 
-    def ready(self) -> dict:
+    def _load(self, weights_ref: list):
+        import ray
+
+        from .models import build_model
+
+        ref = weights_ref[0]
+        if self._weights_id != ref.hex():
+            weights = ray.get(ref)
+            model = build_model(weights["config"])
+            model.load_state_dict(weights["state_dict"])
+            self.model, self._weights_id = model.to(self.device).eval(), ref.hex()
+        return self.model
+
+    def ready(self, weights_ref: list) -> dict:
+        """Build the network now (warm-up); returns the actor's pid and device."""
+        self._load(weights_ref)
         return {"pid": os.getpid(), "device": str(self.device)}
 
-    def play(self, config: SelfPlayConfig, generation: int, shard_index: int, num_shards: int):
+    def play(
+        self,
+        weights_ref: list,
+        config: SelfPlayConfig,
+        generation: int,
+        shard_index: int,
+        num_shards: int,
+    ):
         """One shard as a ``pyarrow.Table`` (:data:`~.selfplay.COLUMNS`)."""
         import pyarrow as pa
 
         table = self_play(
             config,
-            model=self.model,
+            model=self._load(weights_ref),
             device=self.device,
             generation=generation,
             shard_index=shard_index,
@@ -365,16 +455,14 @@ class RaySelfPlayPool:
         limits = [capacity, self.options.num_shards or capacity, num_games or capacity]
         self.num_actors = min(limits)
         self.num_gpus = float(num_gpus)
-        self._weights = ray.put(checkpoint_dict(model))  # kept alive for actor restarts
+        self._weights = [ray.put(checkpoint_dict(model))]  # one copy; alive for restarts
         actor_cls = ray.remote(_worker_cls).options(
             num_cpus=self.options.num_cpus,
             num_gpus=self.num_gpus,
             max_restarts=self.options.max_retries,
             max_task_retries=self.options.max_retries,
         )
-        self.actors = [
-            actor_cls.remote([self._weights], num_threads) for _ in range(self.num_actors)
-        ]
+        self.actors = [actor_cls.remote(num_threads) for _ in range(self.num_actors)]
         log.info(
             "Started %d self-play actors on %r (%g CPUs, %g GPUs each; capacity %d)",
             self.num_actors, self.address, self.options.num_cpus, self.num_gpus, capacity,
@@ -394,7 +482,7 @@ class RaySelfPlayPool:
 
     def wait_ready(self) -> list[dict]:
         """Block until every actor has built its network; returns their pid and device."""
-        return self._ray.get([a.ready.remote() for a in self.actors])
+        return self._ray.get([a.ready.remote(self._weights) for a in self.actors])
 
     def play(
         self,
@@ -428,7 +516,8 @@ class RaySelfPlayPool:
         def submit(actor) -> None:
             if todo:
                 shard = todo.pop(0)
-                pending[actor.play.remote(config, generation, shard, num_shards)] = (shard, actor)
+                ref = actor.play.remote(self._weights, config, generation, shard, num_shards)
+                pending[ref] = (shard, actor)
 
         bar = None
         if progress is True:
