@@ -10,6 +10,7 @@ from torch import nn
 
 from ...core.config import check, from_params, resolve_device
 from ...core.evaluation import model_fn, solver_set_metrics, win_rates
+from ...core.inference import BACKENDS, make_evaluate_fn
 from ...core.mcts import MCTSConfig, MCTSPlayer
 from ...core.players import PolicyPlayer, RandomOpening, RandomPunisher
 
@@ -37,6 +38,9 @@ class EvaluateConfig:
     """Seeds the matches (mixed with the generation number)."""
     device: str = "auto"
     """``auto``, ``cpu`` or ``cuda``."""
+    backend: str = "auto"
+    """Network evaluation inside the MCTS agents: ``auto`` (onnxruntime on CPU, torch on
+    CUDA), ``torch`` or ``onnxruntime``."""
 
     def __post_init__(self):
         check(self.num_games >= 200, "num_games", self.num_games, ">= 200 (both colours, seeded)")
@@ -44,6 +48,7 @@ class EvaluateConfig:
         check(self.previous_games >= 2, "previous_games", self.previous_games, ">= 2")
         check(self.previous_sims >= 1, "previous_sims", self.previous_sims, ">= 1")
         check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
+        check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
         check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
 
 
@@ -69,15 +74,15 @@ def evaluate_generation(
         metrics[f"solver.{k}"] = v
     punisher = RandomPunisher()
     mcts_cfg = MCTSConfig(sims=cfg.mcts_sims)
-    agent = MCTSPlayer(candidate.to(device).eval(), mcts_cfg, device=device)
+    new_fn = make_evaluate_fn(candidate, device, cfg.backend)
+    old_fn = make_evaluate_fn(previous, device, cfg.backend)
+    agent = MCTSPlayer(new_fn, mcts_cfg)
     for name, player in (("policy", PolicyPlayer(candidate.to(device).eval())), ("mcts", agent)):
         for k, v in win_rates(player, punisher, cfg.num_games, seed, device).items():
             metrics[f"punisher.{name}.{k}"] = v
     prev_cfg = MCTSConfig(sims=cfg.previous_sims)
-    new_agent = RandomOpening(MCTSPlayer(candidate, prev_cfg, device=device), cfg.opening_plies)
-    old_agent = RandomOpening(
-        MCTSPlayer(previous.to(device).eval(), prev_cfg, device=device), cfg.opening_plies
-    )
+    new_agent = RandomOpening(MCTSPlayer(new_fn, prev_cfg), cfg.opening_plies)
+    old_agent = RandomOpening(MCTSPlayer(old_fn, prev_cfg), cfg.opening_plies)
     vs_prev = win_rates(new_agent, old_agent, cfg.previous_games, seed + 1, device)
     for k, v in vs_prev.items():
         metrics[f"previous.{k}"] = v

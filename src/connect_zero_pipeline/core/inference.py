@@ -1,0 +1,110 @@
+"""Fast network evaluation for search: torch or onnxruntime behind one ``evaluate_fn``.
+
+Self-play and evaluation spend nearly all their time in network forwards of
+a few hundred boards at a time. On CPU, onnxruntime runs the project's small
+ResNets about 1.6x faster than torch at those batch sizes (it folds BatchNorm
+into the convolutions and uses its own convolution kernels); on CUDA, torch is
+the right backend. ``backend="auto"`` picks accordingly.
+
+The ONNX graph here is an internal, throw-away artefact, made with torch's
+TorchScript exporter (under a second) rather than the dynamo exporter that
+``export.py`` uses for the published model (tens of seconds), because it is
+rebuilt for every generation's model.
+
+Shapes: B boards, A = 7 columns.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import logging
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .bitboard import HEIGHT, WIDTH
+
+log = logging.getLogger(__name__)
+
+EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+BACKENDS = ("auto", "torch", "onnxruntime")
+
+
+def torch_evaluate_fn(model: nn.Module, device: torch.device | str = "cpu") -> EvaluateFn:
+    """``boards int8 [B, 6, 7] -> (logits [B, 7], value [B])`` float32 with torch, in eval mode."""
+    model = model.to(device).eval()
+
+    def evaluate_fn(boards: torch.Tensor):
+        with torch.inference_mode():
+            logits, value = model(boards.to(device))
+        return logits.float(), value.float()
+
+    return evaluate_fn
+
+
+def onnx_bytes_for_inference(model: nn.Module) -> bytes:
+    """The model as an ONNX graph (TorchScript exporter, opset 17, dynamic batch)."""
+    net = copy.deepcopy(model).cpu().eval()
+    example = torch.zeros(2, HEIGHT, WIDTH, dtype=torch.int8)
+    buf = io.BytesIO()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and trace notes
+        torch.onnx.export(
+            net,
+            (example,),
+            buf,
+            dynamo=False,
+            input_names=["board"],
+            output_names=["logits", "value"],
+            dynamic_axes={"board": {0: "batch"}, "logits": {0: "batch"}, "value": {0: "batch"}},
+            opset_version=17,
+            do_constant_folding=True,
+        )
+    return buf.getvalue()
+
+
+def ort_evaluate_fn(model: nn.Module, threads: int = 1) -> EvaluateFn:
+    """Like :func:`torch_evaluate_fn`, on onnxruntime's CPU provider (outputs on CPU)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(
+        onnx_bytes_for_inference(model), options, providers=["CPUExecutionProvider"]
+    )
+
+    def evaluate_fn(boards: torch.Tensor):
+        b = boards.detach().cpu().numpy().astype(np.int8, copy=False)
+        logits, value = session.run(["logits", "value"], {"board": b})
+        return torch.from_numpy(logits), torch.from_numpy(value)
+
+    return evaluate_fn
+
+
+def make_evaluate_fn(
+    model: nn.Module, device: torch.device | str = "cpu", backend: str = "auto", threads: int = 1
+) -> EvaluateFn:
+    """An ``evaluate_fn`` for ``model``.
+
+    Args:
+        backend: ``auto`` (onnxruntime on CPU, torch on CUDA), ``torch`` or ``onnxruntime``.
+        threads: onnxruntime's intra-op threads.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    device = torch.device(device)
+    if backend == "auto":
+        backend = "torch" if device.type == "cuda" else "onnxruntime"
+    if backend == "onnxruntime":
+        if device.type != "cpu":
+            raise ValueError(f"backend 'onnxruntime' runs on the CPU, but device is {device}")
+        return ort_evaluate_fn(model, threads)
+    return torch_evaluate_fn(model, device)
