@@ -255,6 +255,12 @@ def test_bad_state_and_config_are_named():
     model = init_policy({"arch": "mlp", "hidden": [8]})
     with pytest.raises(ValueError, match="trainer state"):
         train_chunk(model, _tiny_cfg(), {"format": "something else"})
+    _, state, _ = train_chunk(model, _tiny_cfg(batches_per_chunk=1))
+    bigger = init_policy({"arch": "mlp", "hidden": [16]})
+    with pytest.raises(ValueError, match="optimizer does not match the model: exp_avg"):
+        train_chunk(bigger, _tiny_cfg(), state)
+    with pytest.raises(ValueError, match="opponent does not match the model"):
+        train_chunk(bigger, _tiny_cfg(), {**state, "optimizer": None})
     with pytest.raises(ValueError, match="opponent"):
         ReinforceConfig(opponent="mirror")
     with pytest.raises(ValueError, match="gamma"):

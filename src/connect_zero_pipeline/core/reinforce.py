@@ -416,10 +416,7 @@ def train_chunk(
     net = copy.deepcopy(model).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=config.lr)
     if state.get("optimizer"):
-        try:
-            opt.load_state_dict(state["optimizer"])
-        except (ValueError, KeyError) as exc:
-            raise ValueError(f"trainer state's optimizer does not match the model: {exc}") from exc
+        _load_optimizer(opt, state["optimizer"])
         for group in opt.param_groups:
             group["lr"] = config.lr
     swap = SwapRule(config.swap_threshold, config.swap_window)
@@ -431,7 +428,12 @@ def train_chunk(
     if config.opponent == "self":
         frozen = copy.deepcopy(net)
         if state.get("opponent") is not None:
-            frozen.load_state_dict(state["opponent"])
+            try:
+                frozen.load_state_dict(state["opponent"])
+            except RuntimeError as exc:
+                raise ValueError(
+                    f"trainer state's opponent does not match the model: {exc}"
+                ) from exc
         frozen.eval().requires_grad_(False)
         opponent: Player = PolicyPlayer(frozen, temperature=1.0)
     else:
@@ -502,9 +504,8 @@ def train_chunk(
         opt.step()
 
         mean_return = float(b.returns.mean())
-        baseline_mean = config.baseline_decay * baseline_mean + (1 - config.baseline_decay) * float(
-            b.outcome.mean()
-        )
+        decay = config.baseline_decay
+        baseline_mean = decay * baseline_mean + (1 - decay) * mean_return  # tracks the returns
         for key, value in (
             ("loss", loss),
             ("policy_loss", policy_loss),
@@ -559,6 +560,22 @@ def train_chunk(
     net = net.eval().cpu()
     net.meta = {"chunk": chunk, "step": first_step + n, "algorithm": "reinforce"}
     return net, new_state, metrics
+
+
+def _load_optimizer(opt: torch.optim.Optimizer, saved: Mapping[str, Any]) -> None:
+    """Load Adam's state, checking every moment's shape (torch only checks the counts)."""
+    params = [p for group in opt.param_groups for p in group["params"]]
+    try:
+        for index, moments in saved["state"].items():
+            for name, value in moments.items():
+                if name != "step" and tuple(value.shape) != tuple(params[index].shape):
+                    raise ValueError(
+                        f"{name} of parameter {index} has shape {tuple(value.shape)}, "
+                        f"the model's is {tuple(params[index].shape)}"
+                    )
+        opt.load_state_dict(saved)
+    except (ValueError, KeyError, IndexError) as exc:
+        raise ValueError(f"trainer state's optimizer does not match the model: {exc}") from exc
 
 
 def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
