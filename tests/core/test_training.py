@@ -19,6 +19,7 @@ from connect_zero_pipeline.core.training import (
     cosine_lr,
     games_to_tensors,
     train_model,
+    train_steps,
 )
 
 
@@ -87,8 +88,10 @@ def test_training_fits_a_learnable_target_and_leaves_the_input_model_alone():
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 16})
     before = {k: v.clone() for k, v in model.state_dict().items()}
     boards, pi, z = _toy_data()
-    cfg = TrainConfig(batch_size=64, epochs=25, lr=5e-3, lr_min=1e-4, device="cpu")
-    trained, metrics = train_model(model, boards, pi, z, cfg)
+    cfg = TrainConfig(batch_size=64, samples_per_position=25, lr=5e-3, lr_min=1e-4, device="cpu")
+    steps = train_steps(cfg, new_rows=256)
+    assert steps == 100
+    trained, metrics = train_model(model, boards, pi, z, cfg, num_steps=steps)
     assert metrics["policy_loss"] < 0.3 and metrics["value_loss"] < 0.2
     assert metrics["num_steps"] == 25 * 4 and metrics["lr_end"] < metrics["lr_start"]
     for k, v in model.state_dict().items():
@@ -105,9 +108,9 @@ def test_divergence_guard_raises_on_nan_and_on_exploding_loss():
     bad_z = z.clone()
     bad_z[5] = float("nan")
     with pytest.raises(TrainingDivergedError, match="minibatch loss nan"):
-        train_model(model, boards, pi, bad_z, TrainConfig(batch_size=16, epochs=1))
+        train_model(model, boards, pi, bad_z, TrainConfig(batch_size=16), num_steps=4)
     with pytest.raises(TrainingDivergedError, match="limit max_loss=0.001"):
-        train_model(model, boards, pi, z, TrainConfig(batch_size=16, epochs=1, max_loss=1e-3))
+        train_model(model, boards, pi, z, TrainConfig(batch_size=16, max_loss=1e-3), num_steps=4)
 
 
 def test_bad_config_values_are_named():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import torch
@@ -56,3 +57,15 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available")
     return dev
+
+
+@contextmanager
+def torch_threads(num_threads: int | None):
+    """Run a block with ``torch.set_num_threads(num_threads)`` (``None``: unchanged), then restore."""
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

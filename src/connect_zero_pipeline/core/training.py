@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bitboard import State, to_boards
-from .config import check
+from .config import check, torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,10 @@ class TrainingDivergedError(RuntimeError):
 class TrainConfig:
     batch_size: int = 256
     """Minibatch size."""
-    epochs: float = 2.0
-    """Passes over the (mirrored) replay window per generation."""
+    samples_per_position: float = 4.0
+    """Training samples drawn per position of the newest generation (a mirrored copy counts
+    as a position): a generation trains ``samples_per_position * new rows / batch_size``
+    steps on minibatches from the whole window, so its cost does not grow with the window."""
     lr: float = 2e-3
     """Peak learning rate, at the start of the run."""
     lr_min: float = 1e-4
@@ -70,10 +72,21 @@ class TrainConfig:
     """Seeds minibatch shuffling (the generation number is mixed in by the caller)."""
     device: str = "auto"
     """``auto``, ``cpu`` or ``cuda``."""
+    num_threads: int | None = 1
+    """torch CPU threads while training (null: torch's default). One thread is the robust
+    choice on a shared 2-core machine; two are faster on an idle one."""
 
     def __post_init__(self):
         check(self.batch_size >= 1, "batch_size", self.batch_size, ">= 1")
-        check(self.epochs > 0, "epochs", self.epochs, "> 0")
+        check(
+            self.samples_per_position > 0, "samples_per_position", self.samples_per_position, "> 0"
+        )
+        check(
+            self.num_threads is None or self.num_threads >= 1,
+            "num_threads",
+            self.num_threads,
+            "null or >= 1",
+        )
         check(0 < self.lr_min <= self.lr, "lr_min", self.lr_min, f"in (0, lr={self.lr}]")
         check(self.weight_decay >= 0, "weight_decay", self.weight_decay, ">= 0")
         check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")
@@ -140,12 +153,18 @@ def cosine_lr(progress: float, lr: float, lr_min: float) -> float:
     return lr_min + 0.5 * (lr - lr_min) * (1.0 + math.cos(math.pi * progress))
 
 
+def train_steps(config: TrainConfig, new_rows: int) -> int:
+    """Steps for a generation that added ``new_rows`` samples (mirrors included)."""
+    return max(1, math.ceil(config.samples_per_position * new_rows / config.batch_size))
+
+
 def train_model(
     model: nn.Module,
     boards: torch.Tensor,
     pi: torch.Tensor,
     z: torch.Tensor,
     config: TrainConfig,
+    num_steps: int,
     progress: tuple[float, float] = (0.0, 1.0),
     device: torch.device | str = "cpu",
     seed: int | None = None,
@@ -157,13 +176,14 @@ def train_model(
         model: the network to start from.
         boards: ``int8 [N, 6, 7]``; ``pi``: ``float32 [N, 7]``; ``z``: ``float32 [N]``.
         config: hyper-parameters.
+        num_steps: optimiser steps; minibatches walk through shuffled passes of the data.
         progress: the span of the whole run this call covers, for the cosine schedule.
         seed: shuffling seed (default ``config.seed``).
         progress_bar: show a tqdm bar.
 
     Returns:
         The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
-        ``value_loss`` (means over the last epoch), ``policy_entropy``,
+        ``value_loss`` (means over the last pass), ``policy_entropy``,
         ``num_samples``, ``num_steps``, ``lr_start``, ``lr_end``,
         ``samples_per_s``, ``train_seconds``.
 
@@ -180,8 +200,9 @@ def train_model(
     b_boards, b_pi, b_z = boards.to(device), pi.to(device), z.to(device)
     opt = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     gen = torch.Generator().manual_seed(config.seed if seed is None else seed)
+    if num_steps < 1:
+        raise ValueError(f"num_steps must be >= 1, got {num_steps}")
     steps_per_epoch = max(1, math.ceil(n / config.batch_size))
-    num_steps = max(1, round(config.epochs * steps_per_epoch))
     p0, p1 = progress
     lrs = [
         cosine_lr(p0 + (p1 - p0) * s / num_steps, config.lr, config.lr_min)
@@ -199,32 +220,33 @@ def train_model(
         steps = tqdm(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
     perm = torch.randperm(n, generator=gen).to(device)
-    for step in steps:
-        k = step % steps_per_epoch
-        if k == 0 and step:
-            perm = torch.randperm(n, generator=gen).to(device)
-            sums.zero_()
-            epoch_steps = 0
-        idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
-        for group in opt.param_groups:
-            group["lr"] = lrs[step]
-        logits, value = net(b_boards[idx])
-        loss, policy_loss, value_loss = alphazero_loss(
-            logits, value, b_pi[idx], b_z[idx], config.value_coef
-        )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.grad_clip > 0:
-            nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
-        opt.step()
-        with torch.no_grad():
-            p = F.softmax(logits, 1)
-            entropy = -(p * torch.log(p.clamp_min(1e-12))).sum(1).mean()
-            sums += torch.stack([loss, policy_loss, value_loss, entropy]).detach()
-            window[step % check_every] = loss.detach()
-        epoch_steps += 1
-        if (step + 1) % check_every == 0 or step + 1 == num_steps:
-            _check_losses(window[: (step % check_every) + 1], step, config.max_loss)
+    with torch_threads(config.num_threads):
+        for step in steps:
+            k = step % steps_per_epoch
+            if k == 0 and step:
+                perm = torch.randperm(n, generator=gen).to(device)
+                sums.zero_()
+                epoch_steps = 0
+            idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
+            for group in opt.param_groups:
+                group["lr"] = lrs[step]
+            logits, value = net(b_boards[idx])
+            loss, policy_loss, value_loss = alphazero_loss(
+                logits, value, b_pi[idx], b_z[idx], config.value_coef
+            )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip > 0:
+                nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
+            opt.step()
+            with torch.no_grad():
+                p = F.softmax(logits, 1)
+                entropy = -(p * torch.log(p.clamp_min(1e-12))).sum(1).mean()
+                sums += torch.stack([loss, policy_loss, value_loss, entropy]).detach()
+                window[step % check_every] = loss.detach()
+            epoch_steps += 1
+            if (step + 1) % check_every == 0 or step + 1 == num_steps:
+                _check_losses(window[: (step % check_every) + 1], step, config.max_loss)
     elapsed = time.perf_counter() - start
     mean = (sums / max(epoch_steps, 1)).tolist()
     metrics = {

@@ -17,7 +17,7 @@ TINY = {
     "selfplay.sims": 4,
     "selfplay.moves_per_gen": 16,
     "selfplay.device": "cpu",
-    "train.epochs": 1.0,
+    "train.samples_per_position": 1.0,
     "train.batch_size": 32,
     "train.device": "cpu",
     "evaluate.num_games": 200,

@@ -8,7 +8,7 @@ import pandas as pd
 from torch import nn
 
 from ...core.config import from_params, resolve_device
-from ...core.training import TrainConfig, games_to_tensors, train_model
+from ...core.training import TrainConfig, games_to_tensors, train_model, train_steps
 
 log = logging.getLogger(__name__)
 
@@ -18,11 +18,14 @@ def train_generation(
 ) -> tuple[nn.Module, dict]:
     """Train generation ``generation`` of ``num_generations`` on the replay window ``games``.
 
-    The window (the last ``buffer_gens`` generations) is wired into the DAG;
-    the cosine learning-rate schedule spans the whole run.
+    The window (the last ``buffer_gens`` generations, ``games[-1]`` being this
+    generation's) is wired into the DAG; the step count follows the newest
+    generation's size (``samples_per_position``); the cosine learning-rate
+    schedule spans the whole run.
     """
     cfg = from_params(TrainConfig, params, "train")
     boards, pi, z = games_to_tensors(games, mirror=cfg.mirror)
+    new_rows = len(games[-1]) * (2 if cfg.mirror else 1)  # the newest generation's samples
     progress = ((generation - 1) / num_generations, generation / num_generations)
     log.info(
         "Generation %d training on %d samples from %d generation(s)",
@@ -36,6 +39,7 @@ def train_generation(
         pi,
         z,
         cfg,
+        num_steps=train_steps(cfg, new_rows),
         progress=progress,
         device=resolve_device(cfg.device),
         seed=cfg.seed * 1_000_003 + generation,
