@@ -182,3 +182,22 @@ def test_thread_count_is_restored():
     before = torch.get_num_threads()
     self_play(SelfPlayConfig(num_games=2, sims=2, moves_per_gen=2), pure_fn, num_threads=1)
     assert torch.get_num_threads() == before
+
+
+def test_local_worker_processes_give_the_single_process_table():
+    import torch
+
+    from connect_zero_pipeline.core.models import build_model
+    from connect_zero_pipeline.core.selfplay import SelfPlayConfig, local_self_play, self_play
+
+    torch.manual_seed(0)
+    model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+    cfg = SelfPlayConfig(num_games=6, sims=4, moves_per_gen=40, seed=3)
+    one = self_play(cfg, model=model, generation=2)
+    two = local_self_play(cfg, model, workers=2, generation=2)
+    assert len(one) > 0
+    same = [c for c in one.columns if c != "root_value"]
+    assert one[same].equals(two[same])
+    assert (one["root_value"] - two["root_value"]).abs().max() < 1e-5
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
+        local_self_play(cfg, model, workers=0)

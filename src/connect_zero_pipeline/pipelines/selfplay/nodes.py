@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import pandas as pd
@@ -12,7 +13,7 @@ from torch import nn
 from ...core.config import from_params, resolve_device
 from ...core.models import build_model, count_parameters
 from ...core.scaleout import RAY_SETTINGS, RayOptions, ray_self_play
-from ...core.selfplay import SelfPlayConfig, self_play
+from ...core.selfplay import SelfPlayConfig, local_self_play, self_play
 from ..params import split_params
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
     Returns:
         The games table (design §4) and ``selfplay`` metrics.
     """
-    node_keys = {"device": "auto", "num_threads": 1, **RAY_SETTINGS}
+    node_keys = {"device": "auto", "num_threads": 1, "workers": 0, **RAY_SETTINGS}
     extra, rest = split_params(params, node_keys, "selfplay")
     cfg = from_params(SelfPlayConfig, rest, "selfplay")
     ray_options = RayOptions.from_settings(extra, "selfplay")
@@ -65,14 +66,26 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
             progress=True,
         )
     else:
-        games = self_play(
-            cfg,
-            model=model,
-            device=resolve_device(extra["device"]),
-            generation=generation,
-            progress=True,
-            num_threads=extra["num_threads"],
-        )
+        device = resolve_device(extra["device"])
+        workers = _local_workers(extra["workers"], device)
+        if workers > 1:  # shards on CPU worker processes: the same table, every core busy
+            games = local_self_play(
+                cfg,
+                model,
+                workers=workers,
+                generation=generation,
+                num_threads=extra["num_threads"],
+                progress=True,
+            )
+        else:
+            games = self_play(
+                cfg,
+                model=model,
+                device=device,
+                generation=generation,
+                progress=True,
+                num_threads=extra["num_threads"],
+            )
     seconds = time.perf_counter() - start
     num_games = int(games["game"].nunique())
     metrics = {
@@ -87,6 +100,15 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         "Generation %d self-play: %s", generation, {k: round(v, 3) for k, v in metrics.items()}
     )
     return games, metrics
+
+
+def _local_workers(workers, device) -> int:
+    """``workers`` for the local executor: 0 means one per CPU core (CPU only; 1 on CUDA)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"selfplay.workers must be an integer >= 0, got {workers!r}")
+    if device.type != "cpu":
+        return 1
+    return workers or os.cpu_count() or 1
 
 
 def _first_player_score(games: pd.DataFrame) -> float:
