@@ -1,0 +1,98 @@
+"""``bench train``: samples/s of the train node vs a bare torch loop on the same tensors.
+
+The node's figure includes everything it does for a generation (tables to
+tensors with mirror augmentation, the schedule, the divergence guard, the
+metrics); the baseline is the minimal AdamW loop over the same minibatches.
+Both run with the node's default single torch thread, alternately.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core.bitboard import initial_state, play, random_legal_actions, reset_done
+from ..core.models import build_model
+from ..core.training import PI_COLUMNS, TrainConfig, alphazero_loss, games_to_tensors
+from ..pipelines.train.nodes import train_generation
+from . import figure
+
+
+def _games_table(rows: int, seed: int = 0) -> pd.DataFrame:
+    """A self-play-shaped table of random legal positions with random targets."""
+    gen = torch.Generator().manual_seed(seed)
+    state = initial_state(256)
+    pos, mask = [], []
+    while sum(len(p) for p in pos) < rows:
+        pos.append(state.position.clone())
+        mask.append(state.mask.clone())
+        step = play(state, random_legal_actions(state, gen), validate=False)
+        state = reset_done(step.state, step.done)
+    position = torch.cat(pos)[:rows].numpy().view(np.uint64)
+    masks = torch.cat(mask)[:rows].numpy().view(np.uint64)
+    pi = torch.softmax(torch.randn(rows, 7, generator=gen), 1).numpy()
+    df = pd.DataFrame({"position": position, "mask": masks})
+    for c, name in enumerate(PI_COLUMNS):
+        df[name] = pi[:, c].astype(np.float32)
+    df["z"] = torch.randint(-1, 2, (rows,), generator=gen).float().numpy()
+    return df
+
+
+def _bare_loop(model, boards, pi, z, cfg: TrainConfig, num_steps: int) -> None:
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    n = boards.shape[0]
+    perm = torch.randperm(n)
+    per_pass = max(1, n // cfg.batch_size)
+    for step in range(num_steps):
+        k = step % per_pass
+        idx = perm[k * cfg.batch_size : (k + 1) * cfg.batch_size]
+        logits, value = model(boards[idx])
+        loss, _, _ = alphazero_loss(logits, value, pi[idx], z[idx], cfg.value_coef)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+
+
+def run(args) -> Iterator[dict]:
+    os.environ.setdefault("TQDM_DISABLE", "1")  # the node's progress bar: not part of the figure
+    rows = 4_000 if args.quick else 16_000
+    repeats = 1 if args.quick else 3
+    cfg = TrainConfig(device="cpu")
+    table = _games_table(rows)
+    params = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}
+    torch.manual_seed(0)
+    model = build_model("tiny")
+    boards, pi, z = games_to_tensors([table], mirror=cfg.mirror)
+    num_steps = max(1, round(cfg.samples_per_position * boards.shape[0] / cfg.batch_size))
+    samples = num_steps * cfg.batch_size
+    node_best = bare_best = 0.0
+    threads = torch.get_num_threads()
+    for _ in range(repeats):
+        start = time.perf_counter()
+        train_generation(model, params, table, generation=1, num_generations=1)
+        node_best = max(node_best, samples / (time.perf_counter() - start))
+        torch.set_num_threads(cfg.num_threads or threads)
+        try:
+            net = build_model("tiny").train()
+            start = time.perf_counter()
+            _bare_loop(net, boards, pi, z, cfg, num_steps)
+            bare_best = max(bare_best, samples / (time.perf_counter() - start))
+        finally:
+            torch.set_num_threads(threads)
+    yield figure(
+        "train",
+        "train_node_samples_per_s",
+        node_best,
+        baseline=bare_best,
+        model="tiny",
+        batch_size=cfg.batch_size,
+        rows=rows,
+        steps=num_steps,
+        threads=cfg.num_threads,
+    )
