@@ -165,7 +165,7 @@ def _crash_once_worker(marker: Path):
 
             table = self_play(
                 config,
-                model=self._load(weights_ref),
+                self._evaluate_fn(weights_ref, config.backend),
                 generation=generation,
                 shard_index=shard_index,
                 num_shards=num_shards,
@@ -200,13 +200,25 @@ def test_a_shard_that_keeps_failing_names_the_shard(ray_address, tiny_model, tmp
         pool.play(TINY, GENERATION)
 
 
-def test_node_with_executor_ray_gives_the_local_table(ray_address, tiny_model):
-    params = {**TINY.__dict__, "device": "cpu"}
-    local, _ = selfplay_nodes.generate_games(tiny_model, params, GENERATION)
-    ray_params = {**params, "executor": "ray", "ray_address": ray_address, "num_shards": 3}
-    got, metrics = selfplay_nodes.generate_games(tiny_model, ray_params, GENERATION)
-    assert_same_games(got, local)
-    assert metrics["positions"] == len(local)
+def _latest(project: Path, relpath: str) -> Path:
+    folder = project / relpath
+    return max(folder.iterdir()) / Path(relpath).name  # versions are sortable timestamps
+
+
+def test_kedro_run_of_a_generation_on_ray_gives_the_local_table(ray_address, kedro_project):
+    from connect_zero_pipeline.core.checkpoint import load_model
+    from tests.conftest import run_kedro
+
+    cfg = SelfPlayConfig(num_games=9, sims=4, moves_per_gen=16, seed=2)
+    params = {f"selfplay.{k}": v for k, v in cfg.__dict__.items()}
+    params.update({"selfplay.executor": "ray", "selfplay.ray_address": ray_address})
+    params["selfplay.num_shards"] = 3
+    run_kedro(kedro_project, "selfplay", params, namespaces=["gen_000", "gen_001"])
+    model = load_model(_latest(kedro_project, "data/06_models/gen_000/model.pt"))
+    games = pd.read_parquet(
+        _latest(kedro_project, "data/05_model_input/selfplay/gen_001/games.parquet")
+    )
+    assert_same_games(games, self_play(cfg, model=model, generation=1))
 
 
 # ---------------------------------------------------------------------------
@@ -337,7 +349,7 @@ def test_a_port_that_is_no_ray_head_fails_quickly(silent_server):
         assert time.perf_counter() - start < 2, address
 
 
-def test_auto_without_a_cluster_says_so(monkeypatch, tmp_path):
+def test_auto_without_a_cluster_says_so(monkeypatch):
     import ray._private.services as services
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)

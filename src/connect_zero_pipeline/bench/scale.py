@@ -5,7 +5,8 @@ moves = 6,144 searched positions; ``--quick``: 64 x 8 x 8) is timed five
 ways, in rotating order, 3 rounds (``--quick``: 2), so drift from other
 processes on the shared machine hits all alike; the best time of each is kept:
 
-- ``local``: :func:`~..core.selfplay.self_play` in this process (1 torch thread);
+- ``local``: :func:`~..core.selfplay.self_play` in this process (1 thread; the
+  config's default backend, onnxruntime on CPU);
 - ``ray_1``: the same generation as 1 shard on 1 Ray actor (1 CPU);
 - ``ray_2``: 2 shards on 2 actors (1 CPU each);
 - ``procs_1``, ``procs_2``: the same 1 or 2 shards in a plain 2-process pool
@@ -44,24 +45,24 @@ from multiprocessing import get_context
 import torch
 
 from ..core.checkpoint import checkpoint_dict
+from ..core.inference import make_evaluate_fn
 from ..core.models import build_model
 from ..core.scaleout import RayOptions, RaySelfPlayPool
 from ..core.selfplay import DEFAULT_NUM_THREADS, SelfPlayConfig, merge_shards, self_play
 from . import figure
 
-_PROC_MODEL = None
+_PROC_EVALUATE_FN = None
 
 
-def _proc_init(weights: dict) -> None:
-    global _PROC_MODEL
-    torch.set_num_threads(DEFAULT_NUM_THREADS)
-    _PROC_MODEL = build_model(weights["config"])
-    _PROC_MODEL.load_state_dict(weights["state_dict"])
-    _PROC_MODEL.eval()
+def _proc_init(weights: dict, backend: str) -> None:
+    global _PROC_EVALUATE_FN
+    model = build_model(weights["config"])
+    model.load_state_dict(weights["state_dict"])
+    _PROC_EVALUATE_FN = make_evaluate_fn(model.eval(), "cpu", backend)
 
 
 def _proc_shard(cfg: SelfPlayConfig, shard_index: int, num_shards: int):
-    return self_play(cfg, model=_PROC_MODEL, shard_index=shard_index, num_shards=num_shards)
+    return self_play(cfg, _PROC_EVALUATE_FN, shard_index=shard_index, num_shards=num_shards)
 
 
 def _procs_play(pool: ProcessPoolExecutor, cfg: SelfPlayConfig, num_shards: int):
@@ -87,27 +88,30 @@ def run(args) -> Iterator[dict]:
         # write ~/.ray/auth_token, which turns on auth for every later `ray start` here.
         os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     options = RayOptions(address=address, num_shards=2, num_cpus=1, num_gpus=0)
+    # Every path builds its evaluate_fn (for ``auto``: the onnxruntime graph) once, outside
+    # the timing, as the actors do: the figures compare playing, not model export.
+    evaluate_fn = make_evaluate_fn(model, "cpu", cfg.backend)
     procs = ProcessPoolExecutor(
         2,
         mp_context=get_context("spawn"),
         initializer=_proc_init,
-        initargs=(checkpoint_dict(model),),
+        initargs=(checkpoint_dict(model), cfg.backend),
     )
     with procs, RaySelfPlayPool(model, options, num_threads=DEFAULT_NUM_THREADS) as pool:
         if pool.num_actors < 2:
             raise RuntimeError(f"bench scale needs a cluster with 2 CPUs, got {pool.num_actors}")
-        pool.wait_ready()
+        pool.wait_ready(cfg.backend)
         # First-call costs (allocator, oneDNN primitives) for every batch shape timed below.
         warm = dataclasses.replace(cfg, moves_per_gen=2)
         pool.play(warm, num_shards=1)
         pool.play(warm, num_shards=2)
-        self_play(warm, model=model, num_threads=DEFAULT_NUM_THREADS)
+        self_play(warm, evaluate_fn, num_threads=DEFAULT_NUM_THREADS)
         for _ in range(2):  # each pool process, both shapes (a free process takes the next task)
             _procs_play(procs, warm, 2)
         _procs_play(procs, warm, 1)
 
         runs = {
-            "local": lambda: self_play(cfg, model=model, num_threads=DEFAULT_NUM_THREADS),
+            "local": lambda: self_play(cfg, evaluate_fn, num_threads=DEFAULT_NUM_THREADS),
             "ray_1": lambda: pool.play(cfg, num_shards=1),
             "ray_2": lambda: pool.play(cfg, num_shards=2),
             "procs_1": lambda: _procs_play(procs, cfg, 1),
@@ -125,6 +129,7 @@ def run(args) -> Iterator[dict]:
     rate = {k: positions / t for k, t in best.items()}
     common = {
         "model": "tiny",
+        "backend": cfg.backend,
         "num_games": cfg.num_games,
         "sims": cfg.sims,
         "moves_per_gen": cfg.moves_per_gen,

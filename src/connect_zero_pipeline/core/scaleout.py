@@ -351,10 +351,11 @@ class _SelfPlayWorker:
 
     The network arrives as ``weights_ref = [ray.put(checkpoint_dict(model))]``
     with each call, wrapped in a list so that Ray passes the reference instead
-    of the value: the actor fetches and rebuilds it only when it has not built
-    that object yet (its first shard, or its first after a restart). Keeping
-    object references out of the constructor is what lets Ray restart an
-    actor safely (ray-project/ray#53727).
+    of the value: the actor fetches and rebuilds it (and its ``evaluate_fn``
+    for the config's backend, e.g. the onnxruntime graph) only when it has not
+    built that object yet: its first shard, or its first after a restart.
+    Keeping object references out of the constructor is what lets Ray restart
+    an actor safely (ray-project/ray#53727).
     """
 
     def __init__(self, num_threads: int | None):
@@ -364,12 +365,15 @@ class _SelfPlayWorker:
         cuda = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
         self.device = torch.device("cuda" if cuda else "cpu")  # Ray sets CUDA_VISIBLE_DEVICES
         self.num_threads = num_threads
-        self.model = None
+        self._model = None
         self._weights_id = None
+        self._evaluate_fns: dict = {}  # backend -> evaluate_fn of the current weights
 
-    def _load(self, weights_ref: list):
+    def _evaluate_fn(self, weights_ref: list, backend: str):
+        """The ``evaluate_fn`` that :func:`~.selfplay.self_play` would build from the model."""
         import ray
 
+        from .inference import make_evaluate_fn
         from .models import build_model
 
         ref = weights_ref[0]
@@ -377,12 +381,15 @@ class _SelfPlayWorker:
             weights = ray.get(ref)
             model = build_model(weights["config"])
             model.load_state_dict(weights["state_dict"])
-            self.model, self._weights_id = model.to(self.device).eval(), ref.hex()
-        return self.model
+            self._model, self._weights_id = model.eval(), ref.hex()
+            self._evaluate_fns = {}
+        if backend not in self._evaluate_fns:
+            self._evaluate_fns[backend] = make_evaluate_fn(self._model, self.device, backend)
+        return self._evaluate_fns[backend]
 
-    def ready(self, weights_ref: list) -> dict:
+    def ready(self, weights_ref: list, backend: str = "auto") -> dict:
         """Build the network now (warm-up); returns the actor's pid and device."""
-        self._load(weights_ref)
+        self._evaluate_fn(weights_ref, backend)
         return {"pid": os.getpid(), "device": str(self.device)}
 
     def play(
@@ -398,7 +405,7 @@ class _SelfPlayWorker:
 
         table = self_play(
             config,
-            model=self._load(weights_ref),
+            self._evaluate_fn(weights_ref, config.backend),
             device=self.device,
             generation=generation,
             shard_index=shard_index,
@@ -480,9 +487,9 @@ class RaySelfPlayPool:
             self._ray.kill(actor, no_restart=True)
         self.actors = []
 
-    def wait_ready(self) -> list[dict]:
-        """Block until every actor has built its network; returns their pid and device."""
-        return self._ray.get([a.ready.remote(self._weights) for a in self.actors])
+    def wait_ready(self, backend: str = "auto") -> list[dict]:
+        """Block until every actor has built its network for ``backend``; returns pid and device."""
+        return self._ray.get([a.ready.remote(self._weights, backend) for a in self.actors])
 
     def play(
         self,
