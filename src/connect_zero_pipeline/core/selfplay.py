@@ -391,12 +391,19 @@ def merge_shards(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _play_shard(
-    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads
+    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, queue
 ):
     from .models import build_model
 
     model = build_model(ckpt["config"])
     model.load_state_dict(ckpt["state_dict"])
+    report = None
+    if queue is not None:
+        slots = len(shard_slots(config.num_games, shard, shards))
+
+        def report(done: int, total: int) -> None:  # env steps of this shard's slots
+            queue.put(slots)
+
     return self_play(
         config,
         model=model.eval(),
@@ -404,6 +411,7 @@ def _play_shard(
         shard_index=shard,
         num_shards=shards,
         num_threads=threads,
+        progress=report or False,
     )
 
 
@@ -420,6 +428,7 @@ def local_self_play(
 
     The same table as ``self_play(config, model=model, generation=generation)``
     (see the module docstring on sharding); ``workers=1`` plays in this process.
+    With ``progress`` a tqdm bar counts the env steps of all workers together.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
@@ -428,28 +437,37 @@ def local_self_play(
         return self_play(
             config, model=model, generation=generation, progress=progress, num_threads=num_threads
         )
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import queue as queue_module
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from multiprocessing import get_context
 
     from .checkpoint import checkpoint_dict
 
+    ctx = get_context("spawn")  # spawn: no forked copies of torch's thread pools
     ckpt = checkpoint_dict(model)
     tables: list[pd.DataFrame | None] = [None] * workers
-    # spawn: no forked copies of torch's thread pools in the workers.
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        steps = manager.Queue() if progress else None
         futures = {
-            pool.submit(_play_shard, ckpt, config, generation, i, workers, num_threads): i
+            pool.submit(_play_shard, ckpt, config, generation, i, workers, num_threads, steps): i
             for i in range(workers)
         }
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=workers, desc=f"self-play ({workers} processes)", unit="shard")
-        for fut in as_completed(futures):
-            tables[futures[fut]] = fut.result()
-            if bar is not None:
-                bar.update(1)
+            total = config.num_games * config.moves_per_gen
+            bar = tqdm(total=total, desc=f"self-play ({workers} processes)", unit="step")
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                tables[futures[fut]] = fut.result()
+            while bar is not None:
+                try:
+                    bar.update(steps.get_nowait())
+                except queue_module.Empty:
+                    break
         if bar is not None:
             bar.close()
     return merge_shards(tables)
