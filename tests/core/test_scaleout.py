@@ -349,6 +349,15 @@ def test_a_port_that_is_no_ray_head_fails_quickly(silent_server):
         assert time.perf_counter() - start < 2, address
 
 
+def test_a_ray_client_address_without_the_client_extra_says_what_to_install(silent_server):
+    from ray._private.utils import get_ray_client_dependency_error
+
+    if get_ray_client_dependency_error() is None:
+        pytest.skip("ray[client] is installed")
+    with pytest.raises(ImportError, match=r"ray\[client\]"):
+        connect(f"ray://{silent_server}", timeout=0.5)
+
+
 def test_auto_without_a_cluster_says_so(monkeypatch):
     import ray._private.services as services
 

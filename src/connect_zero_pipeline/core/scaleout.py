@@ -27,9 +27,11 @@ Addresses: ``auto`` (the cluster ``ray start`` last started on this machine),
 ``ray://host:port`` (Ray Client, from anywhere); ``None`` reads
 ``RAY_ADDRESS`` and falls back to ``auto``. ``local`` starts a throw-away
 single-machine cluster in this process. Before anything is submitted the
-address is checked with a short TCP connect, so a wrong or dead address fails
-in seconds with :class:`RayClusterUnreachable` naming it, instead of Ray's
-own minute-long retries.
+address is checked (:func:`check_reachable`: a TCP connect, then a request for
+the cluster id, each with a short timeout), so a wrong or dead address, a port
+that is no Ray head, or a head that wants a token this process lacks fails in
+seconds with :class:`RayClusterUnreachable` naming the address, instead of
+after Ray's own retries.
 
 Ray is imported lazily: importing this module needs no Ray, and without the
 ``ray`` extra the executor fails with an error that says how to install it.
@@ -308,6 +310,9 @@ def _auth_hint(address: str) -> str:
     )
 
 
+_connected_address: str | None = None  # what connect() passed to ray.init in this process
+
+
 def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT):
     """Connect this process to a Ray cluster (reusing an existing connection) and return ``ray``.
 
@@ -316,13 +321,20 @@ def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT
     earlier node of the same run, or a test's cluster), that connection is
     reused: a process holds one Ray connection at a time.
     """
+    global _connected_address
     ray = _import_ray()
     address = resolve_address(address)
     check_reachable(address, timeout)
-    if ray.is_initialized():
-        return ray
     if address.startswith("ray://"):
         _check_ray_client(address)
+    if ray.is_initialized():
+        if _connected_address not in (None, address):
+            log.warning(
+                "Already connected to the Ray cluster at %r; using it, not %r "
+                "(a process holds one Ray connection)",
+                _connected_address, address,
+            )  # fmt: skip
+        return ray
     kwargs: dict[str, Any] = {"address": address, "logging_level": logging.WARNING}
     if address == "local":
         kwargs["include_dashboard"] = False
@@ -333,6 +345,7 @@ def connect(address: str | None = None, timeout: float = DEFAULT_CONNECT_TIMEOUT
         raise RayClusterUnreachable(
             f"could not connect to the Ray cluster at {address!r}: {exc}{_auth_hint(address)}"
         ) from exc
+    _connected_address = address
     resources = ray.cluster_resources()
     log.info(
         "Connected to the Ray cluster at %r in %.1f s: %g CPUs, %g GPUs",
@@ -484,7 +497,10 @@ class RaySelfPlayPool:
     def close(self) -> None:
         """Stop the actors (the Ray connection stays for the rest of the process)."""
         for actor in self.actors:
-            self._ray.kill(actor, no_restart=True)
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception as exc:  # already dead, or the cluster is gone
+                log.debug("could not kill actor %s: %s", actor, exc)
         self.actors = []
 
     def wait_ready(self, backend: str = "auto") -> list[dict]:
