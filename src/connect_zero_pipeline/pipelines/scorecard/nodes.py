@@ -75,17 +75,22 @@ def latest_checkpoint(
     return chosen, version, load
 
 
-def training_seconds(partitions: Mapping[str, Callable[[], Any]], kind: str, upto: int) -> float:
-    """Training wall time of chunks / generations 1..``upto`` (latest version of each metric file).
+def training_seconds(
+    partitions: Mapping[str, Callable[[], Any]], kind: str, upto: int, version: str
+) -> float:
+    """Training wall time of chunks / generations 1..``upto`` of the run that made ``version``.
 
-    REINFORCE: ``train.seconds`` (games and gradient steps); AlphaZero:
+    A Kedro run saves every dataset under one version string, so for each
+    chunk / generation the metric file of version ``version`` is taken, or the
+    newest one before it (earlier chunks of a resumed run). REINFORCE:
+    ``train.seconds`` (games and gradient steps); AlphaZero:
     ``selfplay.seconds + train.train_seconds``. Evaluation is excluded for both.
     NaN (with a warning) when a metric file is missing.
     """
     latest: dict[tuple[int, str], tuple[str, Callable]] = {}
     for pid, load in partitions.items():
         m = _METRICS_ID.match(pid)
-        if m and m["kind"] == kind:
+        if m and m["kind"] == kind and m["v"] <= version:
             key = (int(m["k"]), m["stage"])
             if key not in latest or m["v"] > latest[key][0]:
                 latest[key] = (m["v"], load)
@@ -93,7 +98,13 @@ def training_seconds(partitions: Mapping[str, Callable[[], Any]], kind: str, upt
     for k in range(1, upto + 1):
         for stage, metric in WALL_TIME_KEYS[kind]:
             if (k, stage) not in latest:
-                log.warning("scorecard: no %s_%03d %s metrics; wall time unknown", kind, k, stage)
+                log.warning(
+                    "scorecard: no %s_%03d %s metrics up to version %s; wall time unknown",
+                    kind,
+                    k,
+                    stage,
+                    version,
+                )
                 return math.nan
             total += float(latest[(k, stage)][1]().get(metric, math.nan))
     return total
@@ -137,7 +148,7 @@ def build_scorecard(
     rows, metrics = [], {}
     for kind, label in ALGORITHMS.items():
         name, version, model = picked[label]
-        seconds = training_seconds(metric_files, kind, int(name.split("_")[1]))
+        seconds = training_seconds(metric_files, kind, int(name.split("_")[1]), version)
         row = {
             "algorithm": label,
             "checkpoint": name,
