@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import io
 from typing import Any
 
-import fsspec
-from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
+from kedro.io.core import DatasetError, Version
 from torch import nn
 
-from ..core.checkpoint import load_model, save_model
+from ..core.checkpoint import load_model, model_to_bytes
+from .versioned_file import VersionedFileDataset
 
 
-class TorchModelDataset(AbstractVersionedDataset[nn.Module, nn.Module]):
+class TorchModelDataset(VersionedFileDataset[nn.Module, nn.Module]):
     """Saves ``{config, state_dict, meta}`` with ``torch.save``; loads with ``weights_only=True``.
 
     Example catalog entry::
@@ -32,42 +32,17 @@ class TorchModelDataset(AbstractVersionedDataset[nn.Module, nn.Module]):
         device: str = "cpu",
         metadata: dict[str, Any] | None = None,
     ):
-        protocol, path = get_protocol_and_path(filepath, version)
-        self._protocol = protocol
-        self._fs = fsspec.filesystem(protocol)
         self._device = device
-        self.metadata = metadata
-        super().__init__(
-            filepath=PurePosixPath(path),
-            version=version,
-            exists_function=self._fs.exists,
-            glob_function=self._fs.glob,
-        )
+        super().__init__(filepath, version, metadata)
 
     def _describe(self) -> dict[str, Any]:
-        return {"filepath": self._filepath, "version": self._version, "device": self._device}
+        return {**super()._describe(), "device": self._device}
 
-    def load(self) -> nn.Module:
-        path = self._get_load_path()
-        with self._fs.open(str(path), "rb") as f:
-            try:
-                return load_model(f, device=self._device, name=str(path))
-            except ValueError as exc:
-                raise DatasetError(str(exc)) from exc
+    def _encode(self, data: nn.Module) -> bytes:
+        return model_to_bytes(data, getattr(data, "meta", None))
 
-    def save(self, data: nn.Module) -> None:
-        path = self._get_save_path()
-        self._fs.mkdirs(str(PurePosixPath(path).parent), exist_ok=True)
-        with self._fs.open(str(path), "wb") as f:
-            save_model(data, f, getattr(data, "meta", None))
-        self._invalidate_cache()
-
-    def _exists(self) -> bool:
+    def _decode(self, data: bytes, path: str) -> nn.Module:
         try:
-            path = self._get_load_path()
-        except DatasetError:
-            return False
-        return self._fs.exists(str(path))
-
-    def _invalidate_cache(self) -> None:
-        self._fs.invalidate_cache(str(self._filepath))
+            return load_model(io.BytesIO(data), device=self._device, name=path)
+        except ValueError as exc:
+            raise DatasetError(str(exc)) from exc

@@ -1,0 +1,91 @@
+"""``VersionedFileDataset``: the shared base of the project's one-file versioned datasets.
+
+Subclasses say how to turn their object into bytes and back; the base class
+does the versioned paths, the filesystem (fsspec) and atomic writes: a save
+goes to a temporary name in the version folder and is renamed into place, so
+a run killed mid-write never leaves a truncated file that a resumed run would
+take for the latest version.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import PurePosixPath
+from typing import Any, Generic, TypeVar
+
+import fsspec
+from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
+
+_DI = TypeVar("_DI")
+_DO = TypeVar("_DO")
+
+
+class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]):
+    """One file per version. Subclasses implement :meth:`_encode` and :meth:`_decode`."""
+
+    def __init__(
+        self,
+        filepath: str,
+        version: Version | None = None,
+        metadata: dict[str, Any] | None = None,
+    ):
+        protocol, path = get_protocol_and_path(filepath, version)
+        self._protocol = protocol
+        self._fs = fsspec.filesystem(protocol)
+        self.metadata = metadata
+        super().__init__(
+            filepath=PurePosixPath(path),
+            version=version,
+            exists_function=self._fs.exists,
+            glob_function=self._fs.glob,
+        )
+
+    # -- what subclasses provide -------------------------------------------------
+
+    def _encode(self, data: _DI) -> bytes:
+        raise NotImplementedError
+
+    def _decode(self, data: bytes, path: str) -> _DO:
+        """Rebuild the object; raise ``DatasetError`` naming ``path`` for a bad file."""
+        raise NotImplementedError
+
+    # -- the Kedro dataset interface ----------------------------------------------
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": self._filepath, "version": self._version}
+
+    def load(self) -> _DO:
+        path = str(self._get_load_path())
+        with self._fs.open(path, "rb") as f:
+            return self._decode(f.read(), path)
+
+    def save(self, data: _DI) -> None:
+        payload = self._encode(data)
+        path = str(self._get_save_path())
+        parent = str(PurePosixPath(path).parent)
+        self._fs.mkdirs(parent, exist_ok=True)
+        tmp = f"{parent}/.{PurePosixPath(path).name}.{os.getpid()}.tmp"
+        with self._fs.open(tmp, "wb") as f:
+            f.write(payload)
+        self._fs.mv(tmp, path)
+        self._invalidate_cache()
+
+    def _exists(self) -> bool:
+        try:
+            path = self._get_load_path()
+        except DatasetError:
+            return False
+        return self._fs.exists(str(path))
+
+    def _invalidate_cache(self) -> None:
+        self._fs.invalidate_cache(str(self._filepath))
+
+
+def torch_bytes(obj: Any) -> bytes:
+    """``torch.save`` into bytes."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
