@@ -167,9 +167,19 @@ def build_scorecard(
             ):
                 metrics[f"{label}.{key}"] = {"value": float(value), "step": 0}
     table = pd.DataFrame(rows)
-    shown = [c for c in _SHOWN if c in table.columns]
-    log.info("Scorecard:\n%s", table.set_index("algorithm")[shown].T.to_string())
+    log.info("Scorecard:\n%s", _format(rows))
     return table, metrics
+
+
+def _format(rows: list[dict[str, Any]]) -> str:
+    """A narrow text table (metric, one column per algorithm) that survives log wrapping."""
+    lines = [f"{'':<26}" + "".join(f"{r['algorithm']:>12}" for r in rows)]
+    for key in _SHOWN:
+        if all(key in r for r in rows):
+            cells = [r[key] for r in rows]
+            text = [f"{c:>12.3f}" if isinstance(c, float) else f"{c!s:>12}" for c in cells]
+            lines.append(f"{key:<26}" + "".join(text))
+    return "\n".join(lines)
 
 
 _SHOWN = [
@@ -182,5 +192,6 @@ _SHOWN = [
     "h2h.policy.win_rate",
     "h2h.policy.draw_rate",
     "h2h.mcts.win_rate",
+    "h2h.mcts.draw_rate",
     "train_wall_seconds",
 ]
