@@ -118,3 +118,12 @@ def test_bad_config_values_are_named():
         TrainConfig(lr=1e-3, lr_min=1e-2)
     with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         TrainConfig(batch_size=0)
+
+
+def test_value_target_mixes_in_the_root_value():
+    table = _table(["1", "12"], [[1, 0, 0, 0, 0, 0, 0]] * 2, [1.0, -1.0])
+    table["root_value"] = np.array([0.0, 0.5], dtype=np.float32)
+    _, _, z = games_to_tensors([table], mirror=False, root_value_weight=0.25)
+    assert z.tolist() == pytest.approx([0.75, -0.625])
+    _, _, z0 = games_to_tensors([table], mirror=False)
+    assert z0.tolist() == [1.0, -1.0]

@@ -66,6 +66,8 @@ class TrainConfig:
     """Replay window: train on the last this-many generations of self-play."""
     mirror: bool = True
     """Add the left-right mirror of every position at load time."""
+    root_value_weight: float = 0.0
+    """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
     max_loss: float = 50.0
     """Stop with an error when a minibatch loss exceeds this (or is not finite)."""
     seed: int = 0
@@ -93,20 +95,29 @@ class TrainConfig:
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
+        check(
+            0 <= self.root_value_weight <= 1,
+            "root_value_weight",
+            self.root_value_weight,
+            "in [0, 1]",
+        )
 
 
 def games_to_tensors(
-    tables: Sequence[pd.DataFrame], mirror: bool = True
+    tables: Sequence[pd.DataFrame], mirror: bool = True, root_value_weight: float = 0.0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Self-play tables -> training tensors.
 
     Args:
         tables: tables with the self-play schema (``position``, ``mask``,
-            ``pi_1..pi_7``, ``z``), e.g. the replay window.
+            ``pi_1..pi_7``, ``z``, ``root_value``), e.g. the replay window.
         mirror: append the left-right mirror of every sample.
+        root_value_weight: the value target is ``(1 - w) * z + w * root_value``;
+            0 is AlphaZero's game outcome. Mixing in the search's own estimate
+            lowers the target's noise when games are short and play is weak.
 
     Returns:
-        ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]``.
+        ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]`` (the value target).
     """
     if not tables:
         raise ValueError("no self-play tables to train on")
@@ -119,6 +130,9 @@ def games_to_tensors(
     boards = to_boards(State(position, mask, torch.zeros_like(mask)))  # (N, 6, 7)
     pi = torch.from_numpy(df[PI_COLUMNS].to_numpy(np.float32).copy())  # (N, 7)
     z = torch.from_numpy(df["z"].to_numpy(np.float32).copy())  # (N,)
+    if root_value_weight:
+        q = torch.from_numpy(df["root_value"].to_numpy(np.float32).copy())  # (N,)
+        z = (1.0 - root_value_weight) * z + root_value_weight * q
     if mirror:
         boards = torch.cat([boards, boards.flip(-1)])  # (2N, 6, 7)
         pi = torch.cat([pi, pi.flip(-1)])

@@ -24,7 +24,9 @@ def train_generation(
     schedule spans the whole run.
     """
     cfg = from_params(TrainConfig, params, "train")
-    boards, pi, z = games_to_tensors(games, mirror=cfg.mirror)
+    boards, pi, z = games_to_tensors(
+        games, mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
+    )
     new_rows = len(games[-1]) * (2 if cfg.mirror else 1)  # the newest generation's samples
     progress = ((generation - 1) / num_generations, generation / num_generations)
     log.info(
