@@ -201,3 +201,26 @@ def test_local_worker_processes_give_the_single_process_table():
     assert (one["root_value"] - two["root_value"]).abs().max() < 1e-5
     with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
         local_self_play(cfg, model, workers=0)
+
+
+def test_random_opening_plies_play_uniform_legal_moves():
+    import torch
+
+    from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+
+    def prefers_column_4(boards):
+        logits = torch.full((boards.shape[0], 7), -5.0)
+        logits[:, 3] = 5.0
+        return logits, torch.zeros(boards.shape[0])
+
+    base = dict(num_games=64, sims=4, moves_per_gen=30, temp_cutoff=0, dirichlet_eps=0.0, seed=1)
+    greedy = self_play(SelfPlayConfig(**base), prefers_column_4)
+    opened = self_play(SelfPlayConfig(**base, random_opening_plies=2), prefers_column_4)
+    assert set(greedy.loc[greedy["ply"] == 0, "action"]) == {3}
+    first = opened.loc[opened["ply"] < 2, "action"]
+    assert len(set(first)) == 7  # every column gets played
+    # Later plies follow the search again: column 4 until it is full.
+    late = opened[(opened["ply"] == 2)]
+    assert (late["action"] == 3).mean() > 0.9
+    with pytest.raises(ValueError, match="random_opening_plies must be an integer >= 0, got -1"):
+        SelfPlayConfig(random_opening_plies=-1)

@@ -88,6 +88,10 @@ class SelfPlayConfig:
     temp_cutoff: int = 10
     """Plies of each game (counted from its first move) whose move is sampled from the
     visit distribution with temperature 1; later plies play the most visited column."""
+    random_opening_plies: int = 0
+    """The first plies of each game play a uniformly random legal move (still searched
+    and recorded with their visit targets): exploration of openings self-play would
+    not choose, like the random openings of the evaluation set."""
     c_puct: float = 1.5
     """PUCT exploration constant."""
     dirichlet_alpha: float = 1.0
@@ -105,9 +109,10 @@ class SelfPlayConfig:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"SelfPlayConfig.{key} must be an integer >= 1, got {v!r}")
-        tc = self.temp_cutoff
-        if isinstance(tc, bool) or not isinstance(tc, int) or tc < 0:
-            raise ValueError(f"SelfPlayConfig.temp_cutoff must be an integer >= 0, got {tc!r}")
+        for key in ("temp_cutoff", "random_opening_plies"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"SelfPlayConfig.{key} must be an integer >= 0, got {v!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"SelfPlayConfig.seed must be an integer, got {self.seed!r}")
         if self.num_games * games_per_slot(self.moves_per_gen) >= 2**31:
@@ -306,7 +311,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         bar = tqdm(total=G * T, unit="step", unit_scale=True, desc=f"self-play gen {generation}")
     start = time.perf_counter()
     for t in range(T):
-        u = slot_uniforms(keys, t, num_noise + 1)  # (G, num_noise + 1)
+        u = slot_uniforms(keys, t, num_noise + 2)  # (G, num_noise + 2)
         noise = None
         if cfg.dirichlet_eps > 0:
             noise = dirichlet_from_uniforms(
@@ -315,9 +320,14 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
         visits = result.visit_counts.float()  # (G, 7)
         # Temperature 1: the first column whose cumulative count exceeds u * total.
-        threshold = u[:, num_noise:] * visits.sum(1, keepdim=True)  # (G, 1)
+        threshold = u[:, num_noise : num_noise + 1] * visits.sum(1, keepdim=True)  # (G, 1)
         sampled = (visits.cumsum(1) <= threshold).sum(1)
         action = torch.where(state.ply < cfg.temp_cutoff, sampled, visits.argmax(1))
+        if cfg.random_opening_plies:
+            legal = legal_mask(state).float()  # (G, 7)
+            pick = (u[:, num_noise + 1 :] * legal.sum(1, keepdim=True)).floor()  # (G, 1)
+            uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
+            action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
         step = play(state, action, validate=False)
         for name, value in (
             ("position", state.position),
