@@ -86,3 +86,34 @@ def tiny_pons_set(seed: int = 0, num_games: int = 6):
         positions = collect_positions(games, min_ply=24)
         scores, ok, _ = lab.label(positions["position"].to_numpy(), positions["mask"].to_numpy())
     return dedupe_decisive(labelled_table(positions, scores, ok))
+
+
+def versions(project: Path, relpath: str) -> list[str]:
+    """The version folders of a versioned dataset at ``relpath``, oldest first."""
+    folder = project / relpath
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def latest(project: Path, relpath: str) -> Path:
+    """The file of the latest version of a versioned dataset at ``relpath``."""
+    return project / relpath / versions(project, relpath)[-1] / Path(relpath).name
+
+
+def mlflow_client(project: Path):
+    """A client on the test project's own sqlite store."""
+    import mlflow
+
+    return mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+
+
+@pytest.fixture(scope="session")
+def pons_set():
+    """One tiny real solver-labelled set for the whole session."""
+    return tiny_pons_set()
+
+
+@pytest.fixture
+def pons_project(kedro_project, pons_set):
+    """A test project whose evaluation set is the tiny labelled set."""
+    write_versioned_parquet(kedro_project, "data/03_primary/pons_positions.parquet", pons_set)
+    return kedro_project

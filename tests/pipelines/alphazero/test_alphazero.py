@@ -6,7 +6,7 @@ import mlflow
 import pytest
 from kedro.framework.project import pipelines
 
-from tests.conftest import REPO, run_kedro, tiny_pons_set, write_versioned_parquet
+from tests.conftest import REPO, mlflow_client, run_kedro, versions
 
 TINY = {
     "alphazero.num_generations": 2,
@@ -28,20 +28,8 @@ TINY = {
 
 
 @pytest.fixture
-def project(kedro_project):
-    write_versioned_parquet(
-        kedro_project, "data/03_primary/pons_positions.parquet", tiny_pons_set()
-    )
-    return kedro_project
-
-
-def _versions(project, relpath):
-    folder = project / relpath
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
-
-
-def _client(project):
-    return mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+def project(pons_project):
+    return pons_project
 
 
 def test_two_generations_end_to_end_with_mlflow_children(project):
@@ -59,9 +47,9 @@ def test_two_generations_end_to_end_with_mlflow_children(project):
         "data/08_reporting/gen_002/eval_metrics.json",
         "data/08_reporting/learning_curves.png",
     ]:
-        assert len(_versions(project, rel)) == 1, rel
+        assert len(versions(project, rel)) == 1, rel
 
-    client = _client(project)
+    client = mlflow_client(project)
     exp = client.get_experiment_by_name("connect_zero_pipeline")
     runs = client.search_runs([exp.experiment_id])
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
@@ -112,12 +100,12 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_kedro(project, "alphazero", TINY)
     assert mlflow.active_run() is None
-    first_gen1 = _versions(project, "data/06_models/gen_001/model.pt")
+    first_gen1 = versions(project, "data/06_models/gen_001/model.pt")
     assert len(first_gen1) == 1
-    assert len(_versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
-    assert _versions(project, "data/06_models/gen_002/candidate.pt") == []
+    assert len(versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
+    assert versions(project, "data/06_models/gen_002/candidate.pt") == []
 
-    client = _client(project)
+    client = mlflow_client(project)
     exp = client.get_experiment_by_name("connect_zero_pipeline")
     failed = client.search_runs([exp.experiment_id], "attributes.run_name = 'gen_002'")
     assert [r.info.status for r in failed] == ["FAILED"]
@@ -125,7 +113,7 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     monkeypatch.setattr(train_nodes, "train_model", real)
     run_kedro(project, "alphazero", TINY, only_missing_outputs=True)
     # Finished generations were skipped: still exactly one version, the same one.
-    assert _versions(project, "data/06_models/gen_001/model.pt") == first_gen1
-    assert len(_versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
-    assert len(_versions(project, "data/06_models/gen_002/model.pt")) == 1
-    assert len(_versions(project, "data/08_reporting/learning_curves.png")) == 1
+    assert versions(project, "data/06_models/gen_001/model.pt") == first_gen1
+    assert len(versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
+    assert len(versions(project, "data/06_models/gen_002/model.pt")) == 1
+    assert len(versions(project, "data/08_reporting/learning_curves.png")) == 1

@@ -9,7 +9,7 @@ import pytest
 from kedro.io.core import Version
 
 from connect_zero_pipeline.datasets.state_dataset import TorchStateDataset
-from tests.conftest import run_kedro, tiny_pons_set, write_versioned_parquet
+from tests.conftest import latest, mlflow_client, run_kedro, versions
 
 TINY = {
     "reinforce.num_chunks": 2,
@@ -25,25 +25,9 @@ TINY = {
 }
 
 
-@pytest.fixture(scope="module")
-def pons():
-    return tiny_pons_set()
-
-
 @pytest.fixture
-def project(kedro_project, pons):
-    write_versioned_parquet(kedro_project, "data/03_primary/pons_positions.parquet", pons)
-    return kedro_project
-
-
-def _versions(project, relpath):
-    folder = project / relpath
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
-
-
-def _latest(project, relpath):
-    name = relpath.rsplit("/", 1)[1]
-    return project / relpath / _versions(project, relpath)[-1] / name
+def project(pons_project):
+    return pons_project
 
 
 def test_two_chunks_end_to_end_with_mlflow(project):
@@ -57,7 +41,7 @@ def test_two_chunks_end_to_end_with_mlflow(project):
         "data/08_reporting/reinforce/rf_002/eval_metrics.json",
         "data/08_reporting/reinforce/learning_curves.png",
     ]:
-        assert len(_versions(project, rel)) == 1, rel
+        assert len(versions(project, rel)) == 1, rel
     assert not (project / "data/06_models/rf_001").exists()  # not the gen_XXX factory's folder
 
     # Chunk 2 resumed chunk 1's trainer state: Adam has taken 2 + 2 steps.
@@ -71,13 +55,13 @@ def test_two_chunks_end_to_end_with_mlflow(project):
     assert state["opponent"] is not None  # opponent "self": the frozen copy travels too
 
     ev = json.loads(
-        _latest(project, "data/08_reporting/reinforce/rf_002/eval_metrics.json").read_text()
+        latest(project, "data/08_reporting/reinforce/rf_002/eval_metrics.json").read_text()
     )
     assert 1 <= ev["distinct_games"] <= 20
     assert 0.0 <= ev["solver.acc"] <= 1.0 and 0.0 <= ev["punisher.policy.win_rate"] <= 1.0
     assert ev["policy_entropy"] > 0
 
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+    client = mlflow_client(project)
     exp = client.get_experiment_by_name("connect_zero_pipeline")
     runs = client.search_runs([exp.experiment_id])
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import mlflow
 import pandas as pd
 import pytest
 import torch
@@ -12,7 +11,7 @@ from kedro.io.core import Version
 
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.datasets import TorchModelDataset
-from tests.conftest import run_kedro, tiny_pons_set, write_versioned_parquet
+from tests.conftest import latest, mlflow_client, run_kedro
 
 SCORECARD = {
     "scorecard.num_games": 200,
@@ -23,21 +22,9 @@ SCORECARD = {
 V1, V2 = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
 
 
-@pytest.fixture(scope="module")
-def pons():
-    return tiny_pons_set()
-
-
 @pytest.fixture
-def project(kedro_project, pons):
-    write_versioned_parquet(kedro_project, "data/03_primary/pons_positions.parquet", pons)
-    return kedro_project
-
-
-def _latest(project, relpath):
-    folder = project / relpath
-    name = relpath.rsplit("/", 1)[1]
-    return folder / sorted(p.name for p in folder.iterdir())[-1] / name
+def project(pons_project):
+    return pons_project
 
 
 def _save_model(project, relpath, model, version=V1):
@@ -70,7 +57,7 @@ def test_scorecard_takes_the_highest_generation_and_its_latest_version(project):
     )
 
     run_kedro(project, "scorecard", SCORECARD)
-    table = pd.read_csv(_latest(project, "data/08_reporting/scorecard.csv")).set_index("algorithm")
+    table = pd.read_csv(latest(project, "data/08_reporting/scorecard.csv")).set_index("algorithm")
     assert table.loc["alphazero", "checkpoint"] == "gen_002"
     assert table.loc["alphazero", "version"] == V2
     assert table.loc["alphazero", "architecture"] == "resnet"
@@ -84,7 +71,7 @@ def test_scorecard_takes_the_highest_generation_and_its_latest_version(project):
     for col in ["solver.acc", "punisher.policy.win_rate", "h2h.mcts.win_rate"]:
         assert 0.0 <= rf[col] <= 1.0 and 0.0 <= az[col] <= 1.0, col
 
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+    client = mlflow_client(project)
     exp = client.get_experiment_by_name("connect_zero_pipeline")
     (run,) = client.search_runs([exp.experiment_id])
     assert run.data.metrics["scorecard.alphazero.train_wall_seconds"] == pytest.approx(42.0)
