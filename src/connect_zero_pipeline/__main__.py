@@ -1,4 +1,4 @@
-"""Entry point: ``python -m connect_zero_pipeline [solve|bench|play] ...``.
+"""Entry point: ``python -m connect_zero_pipeline [solve|bench|play|score] ...``.
 
 Without one of the project commands below, the arguments go to Kedro's run
 command, as in every Kedro project (``python -m connect_zero_pipeline`` is
@@ -7,6 +7,8 @@ command, as in every Kedro project (``python -m connect_zero_pipeline`` is
 - ``solve [--weak] [--analyze]``: perfect solver on move strings from stdin.
 - ``bench NAME``: benchmarks, one JSON line per figure.
 - ``play [--web] [--model PATH] [--sims N]``: play the trained agent.
+- ``score --file PATH [--model PATH]``: the network alone on a Pons position
+  file, labelled by the solver; one JSON line of metrics per file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ COMMANDS = {
     "solve": "connect_zero_pipeline.commands.solve",
     "bench": "connect_zero_pipeline.bench",
     "play": "connect_zero_pipeline.commands.play",
+    "score": "connect_zero_pipeline.commands.score",
 }
 
 

@@ -24,116 +24,28 @@ the catalog entry ``play_page``, written by ``kedro run --pipelines=export``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import http.server
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
+from .model_source import CommandError as PlayError
+from .model_source import (
+    NoVersionError,
+    add_model_options,
+    load_catalog_entry,
+    resolve_model,
+)
+
 LOOPBACK = "127.0.0.1"
-DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
 DEFAULT_PAGE_ENTRY = "play_page"
 EXIT_USAGE = 2
 
 
-class PlayError(Exception):
-    """A problem the user can fix; printed without a traceback."""
-
-
-class NoVersionError(PlayError):
-    """The catalog entry exists but nothing was saved to it yet."""
-
-
 # ---------------------------------------------------------------------------
-# Finding the model and the page
+# Finding the model (see .model_source) and the page
 # ---------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _chdir(path: Path) -> Iterator[None]:
-    old = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
-
-
-def load_catalog_entry(name: str, start: Path | None = None):
-    """Load the latest version of catalog entry ``name`` of the Kedro project around ``start``.
-
-    Reads ``conf/`` (base + local, or ``$KEDRO_ENV``) without starting a session:
-    no hooks, no MLflow run. Relative file paths resolve against the project root.
-
-    Raises:
-        PlayError: outside a Kedro project, for an unknown entry, or when the
-            entry has no saved version yet.
-    """
-    from .. import quiet
-
-    quiet.install()  # known third-party warnings (omegaconf resolver API) stay quiet
-    from kedro.config import OmegaConfigLoader
-    from kedro.io import DataCatalog, DatasetError
-    from kedro.utils import find_kedro_project
-
-    project = find_kedro_project(start or Path.cwd())
-    if project is None:
-        raise PlayError(
-            f"{start or Path.cwd()} is not inside a Kedro project, so there is no catalog "
-            f"to take '{name}' from; run from the project folder or pass a path"
-        )
-    loader = OmegaConfigLoader(
-        conf_source=str(project / "conf"),
-        base_env="base",
-        default_run_env=os.environ.get("KEDRO_ENV", "local"),
-    )
-    with _chdir(project):
-        catalog = DataCatalog.from_config(loader["catalog"])
-        if name not in catalog:
-            raise PlayError(f"the catalog of {project} has no entry {name!r}")
-        try:
-            data = catalog.load(name)
-        except DatasetError as exc:
-            if "Did not find any versions" in str(exc) or "No such file" in str(exc):
-                raise NoVersionError(
-                    f"catalog entry {name!r} of {project} has no saved version yet"
-                ) from exc
-            raise PlayError(f"could not load catalog entry {name!r}: {exc}") from exc
-        return data.resolve() if isinstance(data, Path) else data  # paths outlive the chdir
-
-
-def _latest_version_file(path: Path) -> Path:
-    """``path`` itself if a file, else the newest ``<version>/<name>`` inside a versioned folder."""
-    if path.is_file():
-        return path
-    if path.is_dir():
-        versions = sorted(p / path.name for p in path.iterdir() if (p / path.name).exists())
-        if versions:
-            return versions[-1]
-    raise PlayError(f"{path} is neither a model file nor a versioned folder holding one")
-
-
-def resolve_model(model_path: str | None, dataset: str):
-    """``(model, description)`` from ``--model`` or the catalog entry ``dataset``."""
-    from ..core.checkpoint import load_model
-
-    if model_path is not None:
-        path = _latest_version_file(Path(model_path))
-        try:
-            return load_model(path), str(path)
-        except ValueError as exc:
-            raise PlayError(str(exc)) from exc
-    try:
-        model = load_catalog_entry(dataset)
-    except NoVersionError as exc:
-        raise PlayError(
-            f"no model trained yet: {exc}. Train one (kedro run), "
-            f"or pass --model PATH or --dataset NAME (e.g. gen_008.model)"
-        ) from exc
-    return model, f"catalog entry {dataset!r} (latest version)"
 
 
 def resolve_page(page_dir: str | None) -> Path:
@@ -354,13 +266,7 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=_non_negative_int, default=8000, help="--web: port (0: any free one)"
     )
     p.add_argument("--dir", help="--web: page folder (default: latest catalog 'play_page' version)")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--model", help="model file, or versioned folder (its latest version)")
-    src.add_argument(
-        "--dataset",
-        default=DEFAULT_MODEL_ENTRY,
-        help=f"catalog entry of the model, latest version (default: {DEFAULT_MODEL_ENTRY})",
-    )
+    add_model_options(p)
     p.add_argument(
         "--sims",
         type=_non_negative_int,

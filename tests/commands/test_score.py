@@ -1,0 +1,233 @@
+"""``python -m connect_zero_pipeline score``: labels, counts, metrics, bad lines, a public file."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from connect_zero_pipeline.commands.score import (
+    _parse_args,
+    label_positions,
+    read_positions,
+    run,
+    score_table,
+)
+from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.checkpoint import load_model, save_model
+from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, model_fn, solver_set_metrics
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.solver import Solver
+
+SCORE = [sys.executable, "-m", "connect_zero_pipeline", "score"]
+PONS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "pons-benchmark"
+
+# Late positions, fast to solve; the analyses below were checked with `solve --analyze`.
+LINES = [
+    # . . . . . . .
+    # . . . X . . X
+    # . . . X . . X   X to move wins at once in column 2 (the diagonal from column 1):
+    # O . X O . O O   10; any other move lets O win at once: -10
+    # O . X X O O X
+    # X O O O X O X
+    "1371773456467446754231",
+    "52753311433677442422121 8",  # forced win: only column 5 reaches 8 (2 3 7 7 8 7 2)
+    "",  # empty lines are skipped
+    "1233722555341451114725221333 -1",  # x x x -1 -1 -1 -1: every legal move equal
+    "5554224333234511764415115 4",  # -8 -8 -8 -8 x 4 -8
+    "2252576253462244111563365343671351441 -1",  # x x x x x -1 -2
+]
+NUM_POSITIONS, NUM_DECISIVE = 5, 4
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("model") / "model.pt"
+    save_model(build_model("tiny").eval(), path)
+    return path
+
+
+@pytest.fixture
+def position_file(tmp_path) -> Path:
+    path = tmp_path / "positions.txt"
+    path.write_text("\n".join(LINES) + "\n")
+    return path
+
+
+def _reference_table(moves: list[str]) -> pd.DataFrame:
+    """The labelled table built by hand, one ``Solver.analyze`` per position (unbatched)."""
+    solver = Solver(16)
+    pairs = [bb.moves_to_bitboards(m) for m in moves]
+    analyses = [solver.analyze(m) for m in moves]
+    table = pd.DataFrame(
+        {
+            "moves": moves,
+            "ply": np.array([len(m) for m in moves], dtype=np.int8),
+            "position": np.array([p for p, _ in pairs], dtype=np.uint64),
+            "mask": np.array([k for _, k in pairs], dtype=np.uint64),
+        }
+    )
+    for c, name in enumerate(SCORE_COLUMNS):
+        table[name] = pd.array([a[c] for a in analyses], dtype="Int8")
+    legal = [[s for s in a if s is not None] for a in analyses]
+    table["best_score"] = np.array([max(s) for s in legal], dtype=np.int8)
+    table["decisive"] = [len(set(s)) > 1 for s in legal]
+    return table
+
+
+def _perfect_fn(table: pd.DataFrame):
+    """A "network" that puts all its policy on the optimal moves and knows the sign of the value."""
+    scores = torch.tensor(table[SCORE_COLUMNS].astype("float64").fillna(-100).to_numpy())
+    logits = torch.where(scores == scores.max(1, keepdim=True).values, 0.0, -50.0).float()  # (N, 7)
+    value = torch.sign(torch.tensor(table["best_score"].to_numpy(np.float32)))  # (N,)
+    state = bb.State(
+        torch.from_numpy(table["position"].to_numpy(np.uint64).view(np.int64).copy()),
+        torch.from_numpy(table["mask"].to_numpy(np.uint64).view(np.int64).copy()),
+        torch.from_numpy(table["ply"].to_numpy(np.int64)),
+    )
+    keys = {b.tobytes(): i for i, b in enumerate(bb.to_boards(state).numpy())}
+
+    def fn(boards):
+        idx = [keys[b.tobytes()] for b in boards.numpy()]
+        return logits[idx], value[idx]
+
+    return fn
+
+
+def _score(*argv: str) -> tuple[int, list[dict], str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = run(_parse_args(list(argv)), out, err)
+    return status, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
+
+
+def test_labels_match_the_unbatched_solver(position_file):
+    positions, errors = read_positions(position_file)
+    assert errors == []
+    assert positions["moves"].tolist() == [line.split()[0] for line in LINES if line]
+    labelled, skipped = label_positions(positions, Solver(16))
+    reference = _reference_table(positions["moves"].tolist())
+    assert skipped == 0
+    pd.testing.assert_frame_equal(labelled, reference, check_dtype=False)
+    assert labelled["decisive"].tolist() == [True, True, False, True, True]
+    assert labelled["best_score"].tolist() == [10, 8, -1, 4, -1]
+
+
+def test_one_json_line_per_file_with_counts_and_the_evaluation_metrics(
+    model_file, position_file, tmp_path
+):
+    second = tmp_path / "second.txt"
+    second.write_text("52753311433677442422121\n")
+    status, records, _ = _score(
+        "--file", str(position_file), "--file", str(second), "--model", str(model_file)
+    )
+    assert status == 0
+    assert [r["file"] for r in records] == [str(position_file), str(second)]
+    record = records[0]
+    assert record["model"] == str(model_file)
+    assert (record["positions"], record["decisive"], record["skipped"]) == (
+        NUM_POSITIONS,
+        NUM_DECISIVE,
+        0,
+    )
+    assert (records[1]["positions"], records[1]["decisive"]) == (1, 1)
+    # The metrics are core.evaluation's, over all positions and over the decisive ones.
+    reference = _reference_table([line.split()[0] for line in LINES if line])
+    evaluate_fn = model_fn(load_model(model_file))
+    expected = solver_set_metrics(evaluate_fn, reference)
+    expected_decisive = solver_set_metrics(evaluate_fn, reference.loc[reference["decisive"]])
+    for key, value in expected.items():
+        assert record[key] == pytest.approx(value, rel=1e-5), key
+    for key, value in expected_decisive.items():
+        if key != "count":
+            assert record[f"{key}_decisive"] == pytest.approx(value, rel=1e-5), key
+    assert "count_decisive" not in record
+    assert {"acc", "ce", "val_signacc", "acc_decisive", "acc_end", "acc_middle"} <= set(record)
+
+
+def test_a_perfect_network_scores_one(position_file):
+    positions, _ = read_positions(position_file)
+    labelled, _ = label_positions(positions, Solver(16))
+    metrics = score_table(_perfect_fn(_reference_table(positions["moves"].tolist())), labelled)
+    assert metrics["acc"] == metrics["acc_decisive"] == 1.0
+    assert metrics["val_signacc"] == metrics["val_signacc_decisive"] == 1.0
+    assert metrics["ce"] == pytest.approx(0.0, abs=1e-6)
+    assert metrics["count"] == NUM_POSITIONS
+    # No decisive position: no *_decisive metric; nothing scored: no metric at all.
+    fn = _perfect_fn(_reference_table(positions["moves"].tolist()))
+    drawn = score_table(fn, labelled.loc[~labelled["decisive"]])
+    assert drawn["acc"] == 1.0 and not any(k.endswith("_decisive") for k in drawn)
+    assert score_table(fn, labelled.iloc[:0]) == {}
+
+
+def test_over_budget_positions_are_skipped_and_counted(model_file, tmp_path):
+    path = tmp_path / "hard.txt"
+    path.write_text("4453\n5554224333234511764415115\n")  # 4453: millions of nodes; then 144
+    status, [record], _ = _score(
+        "--file", str(path), "--model", str(model_file), "--max-nodes", "1000"
+    )
+    assert status == 0
+    assert (record["positions"], record["skipped"], record["count"]) == (2, 1, 1.0)
+    assert record["decisive"] == 1
+
+
+def test_bad_lines_name_file_line_and_move_and_exit_non_zero(model_file, tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text("52753311433677442422121\n")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1371773456467446754231\n\n4483 2\n1212121\n")
+    res = subprocess.run(
+        [*SCORE, "--file", str(good), "--file", str(bad), "--model", str(model_file)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 1
+    assert res.stdout == ""  # nothing scored, not even the good file
+    errors = res.stderr.strip().splitlines()
+    assert errors[0].startswith(f"{bad}: line 3:") and "'8' at index 2" in errors[0]
+    assert errors[1].startswith(f"{bad}: line 4:") and "already won" in errors[1]
+    assert "Traceback" not in res.stderr
+
+
+def test_usage_errors(tmp_path, capsys):
+    from connect_zero_pipeline.commands.score import main
+
+    path = tmp_path / "positions.txt"
+    path.write_text("5554224333234511764415115\n")
+    assert main(["--file", str(path), "--model", str(tmp_path / "missing.pt")]) == 2
+    assert "missing.pt is neither a model file" in capsys.readouterr().err
+    assert main(["--file", str(tmp_path / "absent.txt")]) == 2
+    assert "cannot read position file" in capsys.readouterr().err
+    for argv in (["--file", str(path), "--max-nodes", "-1"], ["--max-nodes", "5"]):
+        with pytest.raises(SystemExit) as info:
+            _parse_args(argv)
+        assert info.value.code == 2
+
+
+def test_end_to_end_on_a_public_file(model_file, tmp_path):
+    source = PONS_DIR / "Test_L3_R1"
+    if not source.is_file():
+        pytest.skip(f"Pons benchmark file {source} not found")
+    path = tmp_path / "Test_L3_R1_head"
+    path.write_text("".join(source.read_text().splitlines(keepends=True)[:50]))
+    res = subprocess.run(
+        [*SCORE, "--file", str(path), "--model", str(model_file)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    [record] = [json.loads(line) for line in res.stdout.splitlines()]
+    assert (record["positions"], record["skipped"], record["count"]) == (50, 0, 50.0)
+    assert 0 < record["decisive"] <= 50
+    assert record["count_end"] == 50.0  # L3: plies 29-42 only
+    # Every move is optimal in a position that is not decisive, so acc can only be higher.
+    assert 0.0 <= record["acc_decisive"] <= record["acc"] <= 1.0
