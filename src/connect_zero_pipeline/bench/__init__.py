@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", choices=[*BENCHES, "all"], help="which benchmark to run")
     parser.add_argument("--file", help="input file (solver: a Pons benchmark file)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument(
+        "--generated",
+        action="store_true",
+        help="solver: also time generated positions of Pons' classes L2_R2 and L1_R1",
+    )
     args = parser.parse_args(argv)
     names = list(BENCHES) if args.name == "all" else [args.name]
     for name in names:
