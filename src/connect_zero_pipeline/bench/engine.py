@@ -44,10 +44,17 @@ def _naive_steps_fn(steps: int):
 
 
 def run(args) -> Iterator[dict]:
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    """``env_steps_per_s`` with 1 torch thread (the self-play recipe's: at B=4096 the
+    engine's small element-wise ops are slower on 2 threads), then with every core."""
     num_envs = 1024 if args.quick else 4096
-    batched = best_rate(_batched_steps_fn(num_envs, 50), repeats=3 if not args.quick else 1)
-    naive = best_rate(_naive_steps_fn(2000), repeats=3 if not args.quick else 1)
-    # ratio = batched engine / naive per-game Python engine, same process.
-    yield figure("engine", "env_steps_per_s", batched, baseline=naive, batch=num_envs, device="cpu")
+    repeats = 1 if args.quick else 5
+    cores = torch.get_num_threads()
+    naive = best_rate(_naive_steps_fn(2000), repeats=repeats)
+    for threads in sorted({1, cores}):
+        torch.set_num_threads(threads)
+        batched = best_rate(_batched_steps_fn(num_envs, 50), repeats=repeats)
+        name = "env_steps_per_s" if threads == 1 else f"env_steps_per_s_{threads}_threads"
+        # ratio = batched engine / naive per-game Python engine, same process.
+        yield figure("engine", name, batched, baseline=naive, batch=num_envs, threads=threads)
+    torch.set_num_threads(cores)
     yield figure("engine", "naive_env_steps_per_s", naive)

@@ -1,5 +1,8 @@
 """``bench mcts``: batched MCTS and self-play with the default recipe (``tiny`` model).
 
+The recipe is the project's ``conf/base/parameters_selfplay.yml`` (its
+:class:`SelfPlayConfig` keys; the dataclass defaults when the file is absent).
+
 Figures (each against a baseline measured in this process):
 
 - ``search_efficiency``: network evaluations per second inside :func:`search`
@@ -23,8 +26,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
+import yaml
 
 from ..core.bitboard import State, initial_state, play, random_legal_actions, to_boards
 from ..core.mcts import MCTSConfig, model_evaluate_fn, reference_mcts, search
@@ -45,8 +50,20 @@ def _roots(num: int, max_plies: int, seed: int = 0) -> State:
     return state
 
 
+RECIPE_FILE = Path(__file__).resolve().parents[3] / "conf" / "base" / "parameters_selfplay.yml"
+
+
+def _recipe() -> SelfPlayConfig:
+    """The project's self-play parameters (the default run's), as a :class:`SelfPlayConfig`."""
+    if not RECIPE_FILE.is_file():
+        return SelfPlayConfig()
+    params = yaml.safe_load(RECIPE_FILE.read_text())["selfplay"]
+    fields = {f.name for f in dataclasses.fields(SelfPlayConfig)}
+    return SelfPlayConfig(**{k: v for k, v in params.items() if k in fields})
+
+
 def run(args) -> Iterator[dict]:
-    recipe = SelfPlayConfig()
+    recipe = _recipe()
     quick = bool(getattr(args, "quick", False))
     num_games = 32 if quick else recipe.num_games
     sims = 8 if quick else recipe.sims

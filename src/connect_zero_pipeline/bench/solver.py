@@ -80,13 +80,13 @@ def generate_class(name: str, count: int, seed: int) -> list[tuple[str, int]]:
             col = int(rng.choice([c for c in range(7) if heights[c] < 6]))
             heights[col] += 1
             moves += str(col + 1)
-        try:
+        try:  # raises when the random game is over (before or with the last move)
             pos, mask = moves_to_bitboards(moves)
-        except ValueError:  # the random game was over before the last move
+            scores, ok, _ = solver.solve_batch(
+                np.array([pos], np.int64), np.array([mask], np.int64), max_nodes=GENERATE_MAX_NODES
+            )
+        except ValueError:
             continue
-        scores, ok, _ = solver.solve_batch(
-            np.array([pos], np.int64), np.array([mask], np.int64), max_nodes=GENERATE_MAX_NODES
-        )
         score = int(scores[0])
         if ok[0] and left_lo <= moves_left(len(moves), score) <= left_hi:
             found.setdefault(moves, score)

@@ -74,9 +74,11 @@ MIN_GAME_PLIES = 7  # the shortest Connect-4 game (a vertical four by the first 
 class SelfPlayConfig:
     """One generation of self-play. Validated on construction (``ValueError`` naming the field).
 
-    The defaults are the CPU recipe with the ``tiny`` model: 256 x 64 = 16384
-    searched positions, of which ~13.8k (complete games) are kept, in 50-75 s
-    on the shared 2-core development machine (1 torch thread, measured under load).
+    The defaults are plain AlphaZero self-play sized for a CPU. The project's
+    recipe (``conf/base/parameters_selfplay.yml``) plays 512 slots with 4 random
+    opening plies: 512 x 64 = 32,768 searched positions, of which ~24k (complete
+    games) are kept, in about 33 s with the ``tiny`` model in 2 worker processes
+    on the 2-core development machine.
     """
 
     num_games: int = 256

@@ -46,6 +46,10 @@ class TrainingDivergedError(RuntimeError):
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """Training of one generation. The defaults are plain AlphaZero; the project's
+    recipe (``conf/base/parameters_train.yml``) uses lr 3e-3, 2 samples per position
+    and ``root_value_weight`` 0.5."""
+
     batch_size: int = 256
     """Minibatch size."""
     samples_per_position: float = 4.0
