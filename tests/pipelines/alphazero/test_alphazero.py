@@ -15,7 +15,7 @@ TINY = {
     "model.arch": {"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8},
     "selfplay.num_games": 8,
     "selfplay.sims": 4,
-    "selfplay.moves_per_gen": 16,
+    "selfplay.moves_per_gen": 42,  # every slot finishes a game
     "selfplay.device": "cpu",
     "train.samples_per_position": 1.0,
     "train.batch_size": 32,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from kedro.framework.project import pipelines
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
@@ -20,7 +21,9 @@ def _generations(pipe) -> list[str]:
 
 
 def test_defaults_env_and_runtime_params_shape_the_dag(kedro_project):
-    assert _generations(_alphazero(kedro_project))[-1] == "gen_008"
+    base = yaml.safe_load((kedro_project / "conf/base/parameters_alphazero.yml").read_text())
+    default = base["alphazero"]["num_generations"]
+    assert _generations(_alphazero(kedro_project))[-1] == f"gen_{default:03d}"
     assert _generations(_alphazero(kedro_project, env="gpu"))[-1] == "gen_012"
     pipe = _alphazero(
         kedro_project, params={"alphazero": {"num_generations": 3}, "train": {"buffer_gens": 2}}

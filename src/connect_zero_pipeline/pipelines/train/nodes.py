@@ -27,6 +27,11 @@ def train_generation(
     boards, pi, z = games_to_tensors(
         games, mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
     )
+    if boards.shape[0] == 0:
+        raise ValueError(
+            f"generation {generation}: the replay window has no positions (no self-play game "
+            "finished); raise selfplay.moves_per_gen (42 plies finish a game in every slot)"
+        )
     new_rows = len(games[-1]) * (2 if cfg.mirror else 1)  # the newest generation's samples
     progress = ((generation - 1) / num_generations, generation / num_generations)
     log.info(

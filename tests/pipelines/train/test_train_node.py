@@ -1,0 +1,22 @@
+"""The train node: a replay window without finished games fails with a clear error."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from connect_zero_pipeline.core.mcts import model_evaluate_fn
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+from connect_zero_pipeline.pipelines.train.nodes import train_generation
+
+
+def test_a_window_without_finished_games_names_the_setting():
+    model = build_model({"arch": "mlp", "hidden": [8]})
+    games = self_play(
+        SelfPlayConfig(num_games=2, sims=2, moves_per_gen=3), model_evaluate_fn(model)
+    )
+    assert games.empty  # 3 plies finish no game: every row is dropped
+    assert isinstance(games, pd.DataFrame)
+    with pytest.raises(ValueError, match="generation 1: the replay window has no positions"):
+        train_generation(model, {"device": "cpu"}, games, generation=1, num_generations=2)
