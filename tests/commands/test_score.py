@@ -23,6 +23,7 @@ from connect_zero_pipeline.commands.score import (
 from connect_zero_pipeline.core import bitboard as bb
 from connect_zero_pipeline.core.checkpoint import load_model, save_model
 from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, model_fn, solver_set_metrics
+from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.solver import Solver
 
@@ -112,7 +113,7 @@ def test_labels_match_the_unbatched_solver(position_file):
     positions, errors = read_positions(position_file)
     assert errors == []
     assert positions["moves"].tolist() == [line.split()[0] for line in LINES if line]
-    labelled, skipped = label_positions(positions, Solver(16))
+    labelled, skipped = label_positions(positions, Labeller(max_nodes=0, workers=1, tt_log2=16))
     reference = _reference_table(positions["moves"].tolist())
     assert skipped == 0
     pd.testing.assert_frame_equal(labelled, reference, check_dtype=False)
@@ -154,7 +155,7 @@ def test_one_json_line_per_file_with_counts_and_the_evaluation_metrics(
 
 def test_a_perfect_network_scores_one(position_file):
     positions, _ = read_positions(position_file)
-    labelled, _ = label_positions(positions, Solver(16))
+    labelled, _ = label_positions(positions, Labeller(max_nodes=0, workers=1, tt_log2=16))
     metrics = score_table(_perfect_fn(_reference_table(positions["moves"].tolist())), labelled)
     assert metrics["acc"] == metrics["acc_decisive"] == 1.0
     assert metrics["val_signacc"] == metrics["val_signacc_decisive"] == 1.0

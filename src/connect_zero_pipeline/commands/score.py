@@ -14,8 +14,8 @@ file or a versioned folder (its latest version), else the latest version of
 the catalog entry ``--dataset`` (default ``latest_model``).
 
 For each file, every position is analysed by the perfect solver (the exact
-score of all 7 moves, :meth:`~..core.solver.Solver.analyze_batch`, within
-``--max-nodes`` nodes per position, 0 for no limit), giving the labelled
+score of all 7 moves, with the ``pons`` pipeline's :class:`~..core.labelling.Labeller`
+on every core, within ``--max-nodes`` nodes per position, 0 for no limit), giving the labelled
 table that :mod:`..core.evaluation` reads, and the network is scored on it
 with :func:`~..core.evaluation.solver_set_metrics`. One JSON line per file::
 
@@ -51,7 +51,6 @@ from .model_source import CommandError, add_model_options, resolve_model
 
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
-LABEL_CHUNK = 16  # positions per solver call: the progress bar's step
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
@@ -134,38 +133,24 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
 
 
 def label_positions(
-    positions: pd.DataFrame, solver, max_nodes: int = 0, desc: str | None = None
+    positions: pd.DataFrame, labeller, desc: str | None = None
 ) -> tuple[pd.DataFrame, int]:
     """Analyse every position (all 7 moves) and build the solver-labelled table.
 
     Args:
         positions: ``position``, ``mask`` (uint64) and ``ply`` columns, N rows.
-        solver: a :class:`~..core.solver.Solver`.
-        max_nodes: node budget per position, 0 for none.
-        desc: label of the progress bar (stderr, shown once labelling takes over 2 s).
+        labeller: a :class:`~..core.labelling.Labeller` (its node budget, workers
+            and cache, as the ``pons`` pipeline labels).
+        desc: label of the progress bar.
 
     Returns:
         The table of :func:`~..core.labelling.labelled_table` (``score_1..7``,
         ``best_score``, ``decisive``) for the positions solved within budget,
         in input order, and the number skipped.
     """
-    from tqdm import tqdm
-
     from ..core.labelling import labelled_table
 
-    b_pos = positions["position"].to_numpy(np.uint64).view(np.int64)  # [N]
-    b_mask = positions["mask"].to_numpy(np.uint64).view(np.int64)  # [N]
-    n = b_pos.shape[0]
-    scores = np.zeros((n, 7), dtype=np.int8)  # [N, 7]
-    ok = np.zeros(n, dtype=bool)  # [N]
-    with tqdm(total=n, desc=desc, unit="pos", delay=2, leave=False, file=sys.stderr) as bar:
-        for i in range(0, n, LABEL_CHUNK):
-            j = min(i + LABEL_CHUNK, n)
-            scores[i:j], ok[i:j], _ = solver.analyze_batch(
-                b_pos[i:j], b_mask[i:j], max_nodes=max_nodes
-            )
-            bar.update(j - i)
-            bar.set_postfix(skipped=int((~ok[:j]).sum()), refresh=False)
+    scores, ok, _ = labeller.label(positions["position"], positions["mask"], progress=desc or False)
     return labelled_table(positions, scores, ok), int((~ok).sum())
 
 
@@ -204,22 +189,22 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_BAD_INPUT
 
     from ..core.evaluation import model_fn
-    from ..core.solver import Solver
+    from ..core.labelling import Labeller
 
     model, description = resolve_model(args.model, args.dataset)
     evaluate_fn = model_fn(model, "cpu")
-    solver = Solver()  # one table for all files: its entries stay valid
-    for path, table in zip(paths, tables, strict=True):
-        labelled, skipped = label_positions(table, solver, args.max_nodes, desc=path.name)
-        record = {
-            "file": str(path),
-            "model": description,
-            "positions": len(table),
-            "decisive": int(labelled["decisive"].sum()),
-            "skipped": skipped,
-            **score_table(evaluate_fn, labelled, args.batch_size),
-        }
-        print(json.dumps(record), file=stdout, flush=True)
+    with Labeller(max_nodes=args.max_nodes) as labeller:  # every core; one in-memory cache
+        for path, table in zip(paths, tables, strict=True):
+            labelled, skipped = label_positions(table, labeller, desc=path.name)
+            record = {
+                "file": str(path),
+                "model": description,
+                "positions": len(table),
+                "decisive": int(labelled["decisive"].sum()),
+                "skipped": skipped,
+                **score_table(evaluate_fn, labelled, args.batch_size),
+            }
+            print(json.dumps(record), file=stdout, flush=True)
     return 0
 
 
