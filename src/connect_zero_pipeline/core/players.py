@@ -119,6 +119,8 @@ class RandomOpening:
 
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
         early = state.ply < self.plies  # (B,)
+        if not bool(early.any()):  # past every game's opening: no random draw
+            return self.player.act(state, generator)
         actions = random_legal_actions(state, generator)
         late = (~early).nonzero().squeeze(1)
         if late.numel():

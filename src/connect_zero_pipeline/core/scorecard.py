@@ -22,11 +22,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .bitboard import State, random_legal_actions
 from .config import check
 from .evaluation import model_fn, solver_set_metrics, win_rates
 from .mcts import MCTSConfig, MCTSPlayer
-from .players import Player, PolicyPlayer, RandomPunisher
+from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
 
 
 @dataclass(frozen=True)
@@ -49,24 +48,6 @@ class ScorecardConfig:
         check(self.match_games >= 2, "match_games", self.match_games, ">= 2")
         check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
         check(self.mcts_sims >= 0, "mcts_sims", self.mcts_sims, ">= 0")
-
-
-class OpeningPlayer:
-    """Plays uniformly random legal moves while fewer than ``plies`` stones are down, then ``player``."""
-
-    def __init__(self, player: Player, plies: int):
-        self.player = player
-        self.plies = plies
-
-    def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
-        opening = state.ply < self.plies  # (B,)
-        if not bool(opening.any()):
-            return self.player.act(state, generator)
-        actions = random_legal_actions(state, generator)  # (B,)
-        later = (~opening).nonzero().squeeze(1)
-        if later.numel():
-            actions[later] = self.player.act(state.take(later), generator)
-        return actions
 
 
 def _rates(prefix: str, rates: Mapping[str, float]) -> dict[str, float]:
@@ -109,8 +90,8 @@ def scorecard(
         out[name].update(_rates("punisher.policy", rates))
 
     def match(a: Player, b: Player, prefix: str, seed: int) -> None:
-        a = OpeningPlayer(a, config.opening_plies)
-        b = OpeningPlayer(b, config.opening_plies)
+        a = RandomOpening(a, config.opening_plies)
+        b = RandomOpening(b, config.opening_plies)
         rates = win_rates(a, b, config.match_games, seed, device)
         out[name_a].update(_rates(prefix, rates))
         mirrored = {
