@@ -61,10 +61,11 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 @contextmanager
 def torch_threads(num_threads: int | None):
-    """Run a block with ``torch.set_num_threads(num_threads)`` (``None``: unchanged), then restore."""
+    """Run a block with ``torch.set_num_threads(num_threads)`` (``None`` or 0: unchanged), then
+    restore."""
     previous = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
+    if num_threads:
+        torch.set_num_threads(int(num_threads))
     try:
         yield
     finally:

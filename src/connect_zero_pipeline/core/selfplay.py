@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 
 from .bitboard import WIDTH, initial_state, legal_mask, play, reset_done
+from .config import torch_threads
 from .inference import BACKENDS, make_evaluate_fn
 from .mcts import (
     EvaluateFn,
@@ -277,13 +278,8 @@ def self_play(
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
         return _empty_table()
-    previous = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         return _play(cfg, evaluate_fn, slots, generation, device, progress)
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress):

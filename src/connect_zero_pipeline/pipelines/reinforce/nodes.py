@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 
 import pandas as pd
-import torch
 from torch import nn
 
-from ...core.config import from_params, resolve_device
+from ...core.config import from_params, resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.reinforce import (
     ReinforceConfig,
@@ -50,10 +49,7 @@ def train_reinforce_chunk(
     """
     extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "reinforce.train")
     cfg = from_params(ReinforceConfig, rest, "reinforce.train")
-    previous = torch.get_num_threads()
-    if extra["num_threads"]:
-        torch.set_num_threads(int(extra["num_threads"]))
-    try:
+    with torch_threads(extra["num_threads"]):
         trained, new_state, metrics = train_chunk(
             model,
             cfg,
@@ -63,8 +59,6 @@ def train_reinforce_chunk(
             device=resolve_device(extra["device"]),
             progress_bar=True,
         )
-    finally:
-        torch.set_num_threads(previous)
     log.info(
         "REINFORCE chunk %d/%d: %s", chunk, num_chunks, {k: round(v, 4) for k, v in metrics.items()}
     )
@@ -77,13 +71,8 @@ def evaluate_reinforce_chunk(
     """The chunk's ``eval`` metrics: ``solver.*``, ``punisher.policy.*``, ``distinct_games``, ..."""
     extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "reinforce.evaluate")
     cfg = from_params(ReinforceEvalConfig, rest, "reinforce.evaluate")
-    previous = torch.get_num_threads()
-    if extra["num_threads"]:
-        torch.set_num_threads(int(extra["num_threads"]))
-    try:
+    with torch_threads(extra["num_threads"]):
         metrics = evaluate_policy(model, positions, cfg, resolve_device(extra["device"]))
-    finally:
-        torch.set_num_threads(previous)
     log.info(
         "REINFORCE chunk %d: solver acc %.3f | vs RandomPunisher (greedy) %.3f | "
         "self-play: %d distinct games of %d, entropy %.3f",

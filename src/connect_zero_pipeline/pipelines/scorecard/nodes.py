@@ -9,9 +9,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
-import torch
 
-from ...core.config import from_params, resolve_device
+from ...core.config import from_params, resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.scorecard import ScorecardConfig, scorecard
 from ..params import split_params
@@ -132,10 +131,7 @@ def build_scorecard(
         name, version, load = latest_checkpoint(model_files, kind, extra[label])
         picked[label] = (name, version, load())
         log.info("scorecard: %s = %s (version %s)", label, name, version)
-    previous = torch.get_num_threads()
-    if extra["num_threads"]:
-        torch.set_num_threads(int(extra["num_threads"]))
-    try:
+    with torch_threads(extra["num_threads"]):
         results = scorecard(
             ("reinforce", picked["reinforce"][2]),
             ("alphazero", picked["alphazero"][2]),
@@ -143,8 +139,6 @@ def build_scorecard(
             cfg,
             device,
         )
-    finally:
-        torch.set_num_threads(previous)
     rows, metrics = [], {}
     for kind, label in ALGORITHMS.items():
         name, version, model = picked[label]
