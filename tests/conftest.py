@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PONS_BENCHMARK = REPO.parent / "shared" / "pons-benchmark"
+PONS_DIR = REPO / "tests" / "data" / "pons"  # Pascal Pons' two public sets (see its README)
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
@@ -81,7 +82,7 @@ def tiny_pons_set(seed: int = 0, num_games: int = 6):
         labelled_table,
     )
 
-    with Labeller(max_nodes=0, workers=1) as lab:
+    with Labeller(max_nodes=0) as lab:
         games = generate_games(num_games, lab, epsilon=0.5, opening_plies=(24, 28), seed=seed)
         positions = collect_positions(games, min_ply=24)
         scores, ok, _ = lab.label(positions["position"].to_numpy(), positions["mask"].to_numpy())
@@ -117,3 +118,23 @@ def pons_project(kedro_project, pons_set):
     """A test project whose evaluation set is the tiny labelled set."""
     write_versioned_parquet(kedro_project, "data/03_primary/pons_positions.parquet", pons_set)
     return kedro_project
+
+
+def unfinished_random_games(num: int, min_ply: int, max_ply: int, seed: int) -> list[str]:
+    """Unfinished positions from uniformly random games, ``min_ply <= ply <= max_ply``."""
+    from connect_zero_pipeline.core.bitboard import is_terminal, moves_to_bitboards
+
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < num:
+        target = rng.randint(min_ply, max_ply)
+        moves = ""
+        while len(moves) < target:
+            pos, mask = moves_to_bitboards(moves)
+            if is_terminal(pos, mask):
+                break
+            legal = [c for c in range(7) if not mask >> (7 * c + 5) & 1]
+            moves += str(rng.choice(legal) + 1)
+        if len(moves) == target and not is_terminal(*moves_to_bitboards(moves)):
+            out.append(moves)
+    return out

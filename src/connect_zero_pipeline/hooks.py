@@ -23,7 +23,6 @@ error.
 from __future__ import annotations
 
 import logging
-import re
 import tempfile
 import threading
 from pathlib import Path
@@ -34,10 +33,9 @@ from kedro.framework.hooks import hook_impl
 from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
-log = logging.getLogger(__name__)
+from .naming import LEARNING_CURVES, MODEL_OUTPUTS, metric_name, parse_step, stage_of
 
-# AlphaZero generations (gen_001, ...) and REINFORCE chunks (rf_001, ...): the number is the step.
-_GEN = re.compile(r"^(?:gen|rf)_(\d{3,})$")
+log = logging.getLogger(__name__)
 
 
 def end_all_runs(status: str) -> int:
@@ -82,13 +80,13 @@ class GenerationRunsHook:
         self._parent = run.info.run_id
         self._experiment = run.info.experiment_id
         for node in pipeline.nodes:
-            if node.namespace and _GEN.match(node.namespace):
+            if parse_step(node.namespace):
                 self._pending.setdefault(node.namespace, set()).add(node.name)
 
     def _child(self, namespace: str, params: dict[str, Any]) -> str:
         with self._lock:
             if namespace not in self._children:
-                generation = int(_GEN.match(namespace).group(1))
+                _, generation = parse_step(namespace)
                 run = self._client.create_run(
                     self._experiment,
                     run_name=namespace,
@@ -106,11 +104,11 @@ class GenerationRunsHook:
     def after_node_run(self, node, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         if self._client is None:
             return
-        if node.namespace and _GEN.match(node.namespace):
+        if parse_step(node.namespace):
             self._log_generation_node(node, inputs, outputs)
         else:
             for name, value in outputs.items():
-                if name.endswith("learning_curves") and hasattr(value, "savefig"):
+                if name.endswith(LEARNING_CURVES) and hasattr(value, "savefig"):
                     with tempfile.TemporaryDirectory() as tmp:
                         path = Path(tmp) / f"{name}.png"
                         value.savefig(path, dpi=120)
@@ -118,19 +116,19 @@ class GenerationRunsHook:
 
     def _log_generation_node(self, node, inputs, outputs) -> None:
         namespace = node.namespace
-        generation = int(_GEN.match(namespace).group(1))
+        _, generation = parse_step(namespace)
         params = {k.split(":", 1)[1]: v for k, v in inputs.items() if k.startswith("params:")}
         run_id = self._child(namespace, params)
         for name, value in outputs.items():
-            local = name.split(".", 1)[1] if "." in name else name
-            if local.endswith("_metrics") and isinstance(value, dict):
-                stage = local[: -len("_metrics")]
+            local = name.rsplit(".", 1)[-1]
+            stage = stage_of(name)
+            if stage is not None and isinstance(value, dict):
                 for key, metric in value.items():
                     if isinstance(metric, (int, float)):
-                        full = f"{stage}.{key}" if stage != "eval" else key
+                        full = metric_name(stage, key)
                         self._client.log_metric(run_id, full, float(metric), step=generation)
                         self._client.log_metric(self._parent, full, float(metric), step=generation)
-            elif local in ("model", "candidate") and hasattr(value, "state_dict"):
+            elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
                 from .core.checkpoint import save_model
 
                 with tempfile.TemporaryDirectory() as tmp:

@@ -2,25 +2,21 @@
 
 kedro-mlflow registers its own hooks through its plugin entry point; the
 project's hooks (``hooks.py``) open one MLflow child run per generation and
-keep the MLflow run stack clean; ``RegistryParamsHook`` hands the run's
-parameters to the pipeline registry (the AlphaZero DAG depends on them).
+keep the MLflow run stack clean; ``RegistryParamsHook`` validates the run's
+parameters before any work and hands them to the pipeline registry (the
+unrolled DAGs depend on them).
 """
 
 from kedro.config import OmegaConfigLoader
 
+from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS as _LOADER_ARGS
 from connect_zero_pipeline.hooks import GenerationRunsHook, MlflowRunStackHook
-from connect_zero_pipeline.pipelines.alphazero.structure import RegistryParamsHook
+from connect_zero_pipeline.pipelines.structure import RegistryParamsHook
 
 HOOKS = (RegistryParamsHook(), GenerationRunsHook(), MlflowRunStackHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
-CONFIG_LOADER_ARGS = {
-    "base_env": "base",
-    "default_run_env": "local",
-    "config_patterns": {
-        "mlflow": ["mlflow*", "mlflow*/**"],
-    },
-}
+CONFIG_LOADER_ARGS = _LOADER_ARGS  # parameters merge key by key over conf/base
 
 from connect_zero_pipeline import quiet  # noqa: E402
 

@@ -22,13 +22,14 @@ from connect_zero_pipeline.commands.score import (
 )
 from connect_zero_pipeline.core import bitboard as bb
 from connect_zero_pipeline.core.checkpoint import load_model, save_model
-from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, model_fn, solver_set_metrics
+from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, solver_set_metrics
+from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.solver import Solver
+from tests.conftest import PONS_DIR
 
 SCORE = [sys.executable, "-m", "connect_zero_pipeline", "score"]
-PONS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "pons-benchmark"
 
 # Late positions, fast to solve; the analyses below were checked with `solve --analyze`.
 LINES = [
@@ -113,7 +114,7 @@ def test_labels_match_the_unbatched_solver(position_file):
     positions, errors = read_positions(position_file)
     assert errors == []
     assert positions["moves"].tolist() == [line.split()[0] for line in LINES if line]
-    labelled, skipped = label_positions(positions, Labeller(max_nodes=0, workers=1, tt_log2=16))
+    labelled, skipped = label_positions(positions, Labeller(max_nodes=0, tt_log2=16))
     reference = _reference_table(positions["moves"].tolist())
     assert skipped == 0
     pd.testing.assert_frame_equal(labelled, reference, check_dtype=False)
@@ -141,7 +142,7 @@ def test_one_json_line_per_file_with_counts_and_the_evaluation_metrics(
     assert (records[1]["positions"], records[1]["decisive"]) == (1, 1)
     # The metrics are core.evaluation's, over all positions and over the decisive ones.
     reference = _reference_table([line.split()[0] for line in LINES if line])
-    evaluate_fn = model_fn(load_model(model_file))
+    evaluate_fn = torch_evaluate_fn(load_model(model_file))
     expected = solver_set_metrics(evaluate_fn, reference)
     expected_decisive = solver_set_metrics(evaluate_fn, reference.loc[reference["decisive"]])
     for key, value in expected.items():
@@ -155,7 +156,7 @@ def test_one_json_line_per_file_with_counts_and_the_evaluation_metrics(
 
 def test_a_perfect_network_scores_one(position_file):
     positions, _ = read_positions(position_file)
-    labelled, _ = label_positions(positions, Labeller(max_nodes=0, workers=1, tt_log2=16))
+    labelled, _ = label_positions(positions, Labeller(max_nodes=0, tt_log2=16))
     metrics = score_table(_perfect_fn(_reference_table(positions["moves"].tolist())), labelled)
     assert metrics["acc"] == metrics["acc_decisive"] == 1.0
     assert metrics["val_signacc"] == metrics["val_signacc_decisive"] == 1.0
@@ -215,8 +216,6 @@ def test_usage_errors(tmp_path, capsys):
 
 def test_end_to_end_on_a_public_file(model_file, tmp_path):
     source = PONS_DIR / "Test_L3_R1"
-    if not source.is_file():
-        pytest.skip(f"Pons benchmark file {source} not found")
     path = tmp_path / "Test_L3_R1_head"
     path.write_text("".join(source.read_text().splitlines(keepends=True)[:50]))
     res = subprocess.run(

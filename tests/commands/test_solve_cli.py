@@ -5,13 +5,11 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from connect_zero_pipeline.commands.solve import _parse_args, run
-
-PONS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "pons-benchmark"
+from tests.conftest import PONS_DIR
 
 
 def _solve(text: str, *argv: str) -> tuple[int, list[str], str]:
@@ -73,8 +71,6 @@ def test_bad_options_exit_with_usage_error():
 
 def test_end_to_end_on_a_public_file():
     path = PONS_DIR / "Test_L3_R1"
-    if not path.is_file():
-        pytest.skip(f"Pons benchmark file {path} not found")
     text = "".join(path.read_text().splitlines(keepends=True)[:50])
     res = subprocess.run(
         [sys.executable, "-m", "connect_zero_pipeline", "solve"],

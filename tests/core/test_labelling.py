@@ -32,7 +32,7 @@ def _bitboards(moves):
 
 def test_labels_match_the_solver_and_persist_across_runs(tmp_path):
     pos, mask = _bitboards(MOVES)
-    with Labeller(max_nodes=0, workers=1, cache=SolvedCache(tmp_path / "cache")) as lab:
+    with Labeller(max_nodes=0, cache=SolvedCache(tmp_path / "cache")) as lab:
         scores, ok, stats = lab.label(pos, mask)
     assert ok.all() and stats.solved == len(MOVES) and stats.cached == 0
     for row, moves in zip(scores, MOVES, strict=True):
@@ -40,7 +40,7 @@ def test_labels_match_the_solver_and_persist_across_runs(tmp_path):
         assert row.tolist() == expected
     assert len(list((tmp_path / "cache").glob("part-*.parquet"))) == 1
     # A new labeller on the same directory solves nothing again.
-    with Labeller(max_nodes=0, workers=1, cache=SolvedCache(tmp_path / "cache")) as lab:
+    with Labeller(max_nodes=0, cache=SolvedCache(tmp_path / "cache")) as lab:
         again, ok2, stats2 = lab.label(pos[::-1], mask[::-1])
     assert stats2.cached == len(MOVES) and stats2.solved == 0 and ok2.all()
     assert np.array_equal(again, scores[::-1])
@@ -48,7 +48,7 @@ def test_labels_match_the_solver_and_persist_across_runs(tmp_path):
 
 def test_duplicates_are_solved_once_and_all_copies_get_labels():
     pos, mask = _bitboards([MOVES[0]] * 3 + [MOVES[1]])
-    with Labeller(max_nodes=0, workers=1) as lab:
+    with Labeller(max_nodes=0) as lab:
         scores, ok, stats = lab.label(pos, mask)
     assert stats.solved == 2 and ok.all()
     assert np.array_equal(scores[0], scores[2])
@@ -56,23 +56,14 @@ def test_duplicates_are_solved_once_and_all_copies_get_labels():
 
 def test_over_budget_positions_are_skipped_and_counted():
     pos, mask = _bitboards(["4444", MOVES[0]])  # an early position needs far more than 50 nodes
-    with Labeller(max_nodes=50, workers=1) as lab:
+    with Labeller(max_nodes=50) as lab:
         _, ok, stats = lab.label(pos, mask)
     assert ok.tolist() == [False, True]
     assert stats.skipped == 1 and stats.solved == 1
 
 
-def test_local_pool_gives_the_same_labels_as_in_process(tmp_path):
-    pos, mask = _bitboards(MOVES)
-    with Labeller(max_nodes=0, workers=1, chunk_size=1) as one:
-        a, _, _ = one.label(pos, mask)
-    with Labeller(max_nodes=0, workers=2, chunk_size=1) as pool:
-        b, _, _ = pool.label(pos, mask)
-    assert np.array_equal(a, b)
-
-
 def test_generated_games_are_legal_finished_and_follow_perfect_play():
-    with Labeller(max_nodes=0, workers=1) as lab:
+    with Labeller(max_nodes=0) as lab:
         games = generate_games(6, lab, epsilon=0.0, opening_plies=(30, 30), seed=1)
     assert len(games) == 6
     for g in games:
@@ -90,7 +81,7 @@ def test_collect_label_and_dedupe_mirrors():
     mirrored = "".join(str(8 - int(c)) for c in games[0])
     positions = collect_positions([*games, mirrored], min_ply=26)
     assert positions["ply"].min() >= 26
-    with Labeller(max_nodes=0, workers=1) as lab:
+    with Labeller(max_nodes=0) as lab:
         scores, ok, _ = lab.label(positions["position"].to_numpy(), positions["mask"].to_numpy())
     table = labelled_table(positions, scores, ok)
     assert table["best_score"].tolist() == [

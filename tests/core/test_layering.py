@@ -20,3 +20,15 @@ def test_core_never_imports_kedro():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"core imported: {out.stdout.strip()}"
+
+
+def test_core_has_no_executors():
+    """Worker pools and Ray live in connect_zero_pipeline.executors, never in core."""
+    from pathlib import Path
+
+    sources = sorted(Path(core.__path__[0]).rglob("*.py"))
+    assert len(sources) > 10
+    for path in sources:
+        text = path.read_text()
+        for banned in ("import ray", "from ray", "ProcessPoolExecutor", "multiprocessing"):
+            assert banned not in text, f"{path.name} mentions {banned!r}"

@@ -22,11 +22,11 @@ from connect_zero_pipeline.core.bitboard import (
     to_boards,
     top_mask_col,
 )
+from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.mcts import (
     ROOT_INDEX,
     MCTSConfig,
     MCTSPlayer,
-    model_evaluate_fn,
     reference_mcts,
     sample_dirichlet,
     search,
@@ -167,7 +167,7 @@ def test_mixed_plies_batch_independence():
 def test_matches_the_slow_reference():
     torch.manual_seed(0)
     model = build_model({"arch": "mlp", "hidden": [64, 64]})  # random weights: varied outputs
-    evaluate_fn = model_evaluate_fn(model)
+    evaluate_fn = torch_evaluate_fn(model)
     state = random_positions(16, 32, seed=5)
     cfg = MCTSConfig(sims=40, c_puct=1.25)
     result = search(state, evaluate_fn, cfg)
@@ -310,9 +310,9 @@ def test_cuda_matches_cpu():
     assert torch.equal(cpu.visit_counts, gpu.visit_counts.cpu())
 
 
-def test_model_evaluate_fn_runs_in_eval_mode():
+def test_torch_evaluate_fn_runs_in_eval_mode():
     model = build_model("tiny").train()
-    evaluate_fn = model_evaluate_fn(model)
+    evaluate_fn = torch_evaluate_fn(model)
     boards = state_from_moves(["4", "44"])
     logits, value = evaluate_fn(to_boards(boards))
     assert not model.training and logits.shape == (2, 7) and value.shape == (2,)

@@ -11,9 +11,12 @@ from connect_zero_pipeline.core.players import (
     PolicyPlayer,
     RandomPlayer,
     RandomPunisher,
+    SolverPlayer,
     sample_move,
 )
 from connect_zero_pipeline.core.reference import NaiveGame
+from connect_zero_pipeline.core.solver import analyze
+from tests.conftest import unfinished_random_games
 
 
 def _naive_wins(moves: str) -> list[bool]:
@@ -32,7 +35,7 @@ def _naive_wins(moves: str) -> list[bool]:
     return out
 
 
-def _random_positions(n: int, seed: int) -> list[str]:
+def random_positions(n: int, seed: int) -> list[str]:
     """Move strings of unfinished random games at random lengths."""
     gen = torch.Generator().manual_seed(seed)
     out = []
@@ -50,7 +53,7 @@ def _random_positions(n: int, seed: int) -> list[str]:
 
 
 def test_punisher_always_takes_a_win_and_blocks_a_single_threat():
-    positions = _random_positions(600, seed=1)
+    positions = random_positions(600, seed=1)
     state = bb.state_from_moves(positions)
     gen = torch.Generator().manual_seed(0)
     actions = RandomPunisher().act(state, gen).tolist()
@@ -70,7 +73,7 @@ def test_punisher_always_takes_a_win_and_blocks_a_single_threat():
 
 
 def test_threat_moves_agree_with_the_naive_engine():
-    for moves in _random_positions(200, seed=2):
+    for moves in random_positions(200, seed=2):
         state = bb.state_from_moves([moves])
         # Pass the turn by pretending the opponent moves: its wins are our threats.
         g = NaiveGame()
@@ -183,3 +186,48 @@ def test_random_opening_randomises_only_the_first_plies():
         tuple(result.moves[(result.game == g) & (result.ply < 2)].tolist()) for g in range(40)
     }
     assert len(openings) > 10
+
+
+# ---------------------------------------------------------------------------
+# SolverPlayer
+# ---------------------------------------------------------------------------
+
+
+def test_solver_player_plays_optimal_legal_moves():
+    moves = unfinished_random_games(40, 14, 34, seed=5)  # from ply 14 on, the analysis is cheap
+    state = bb.state_from_moves(moves)
+    gen = torch.Generator().manual_seed(0)
+    actions = SolverPlayer().act(state, gen)
+    assert actions.shape == (len(moves),) and actions.dtype == torch.int64
+    for m, a in zip(moves, actions.tolist(), strict=True):
+        scores = analyze(m)
+        assert scores[a] is not None and scores[a] == max(s for s in scores if s is not None), m
+
+
+def test_solver_player_breaks_ties_randomly_and_reproducibly():
+    moves = "1233722555341451114725221333"  # columns 4-7 all score -1, 1-3 are full
+    assert analyze(moves) == [None, None, None, -1, -1, -1, -1]
+    state = bb.state_from_moves([moves] * 64)
+    picks = SolverPlayer().act(state, torch.Generator().manual_seed(1))
+    assert set(picks.tolist()) == {3, 4, 5, 6}
+    again = SolverPlayer().act(state, torch.Generator().manual_seed(1))
+    assert torch.equal(picks, again)
+
+
+def test_solver_player_epsilon_one_is_random_and_legal():
+    state = bb.state_from_moves(["4444441"] * 700)
+    picks = SolverPlayer(epsilon=1.0).act(state, torch.Generator().manual_seed(2))
+    counts = torch.bincount(picks, minlength=7)
+    assert counts[3] == 0 and (counts[[0, 1, 2, 4, 5, 6]] > 60).all()
+
+
+def test_solver_player_budget_fallback_wins_or_blocks():
+    # With a 1-node budget neither analysis finishes (the budget covers all 7
+    # moves): the fallback wins at once in the first game, blocks in the second.
+    player = SolverPlayer(max_nodes=1)
+    state = bb.state_from_moves(["121217", "1212172"])
+    picks = player.act(state, torch.Generator().manual_seed(3))
+    assert picks.tolist() == [0, 0]
+    assert player.num_fallbacks == 2
+    with pytest.raises(ValueError):
+        SolverPlayer(epsilon=1.5)

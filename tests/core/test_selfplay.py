@@ -29,7 +29,9 @@ def pure_fn(boards: torch.Tensor):
     return s.sum(1).float() / 6.0, torch.tanh(s.sum((1, 2)).float() / 30.0)
 
 
-SMALL = SelfPlayConfig(num_games=6, sims=6, moves_per_gen=24, temp_cutoff=4, seed=7)
+SMALL = SelfPlayConfig(
+    num_games=6, sims=6, moves_per_gen=24, temp_cutoff=4, random_opening_plies=0, seed=7
+)
 
 
 def test_backward_z_worked_examples():
@@ -184,25 +186,6 @@ def test_thread_count_is_restored():
     assert torch.get_num_threads() == before
 
 
-def test_local_worker_processes_give_the_single_process_table():
-    import torch
-
-    from connect_zero_pipeline.core.models import build_model
-    from connect_zero_pipeline.core.selfplay import SelfPlayConfig, local_self_play, self_play
-
-    torch.manual_seed(0)
-    model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
-    cfg = SelfPlayConfig(num_games=6, sims=4, moves_per_gen=40, seed=3)
-    one = self_play(cfg, model=model, generation=2)
-    two = local_self_play(cfg, model, workers=2, generation=2)
-    assert len(one) > 0
-    same = [c for c in one.columns if c != "root_value"]
-    assert one[same].equals(two[same])
-    assert (one["root_value"] - two["root_value"]).abs().max() < 1e-5
-    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
-        local_self_play(cfg, model, workers=0)
-
-
 def test_random_opening_plies_play_uniform_legal_moves():
     import torch
 
@@ -214,7 +197,7 @@ def test_random_opening_plies_play_uniform_legal_moves():
         return logits, torch.zeros(boards.shape[0])
 
     base = dict(num_games=64, sims=4, moves_per_gen=30, temp_cutoff=0, dirichlet_eps=0.0, seed=1)
-    greedy = self_play(SelfPlayConfig(**base), prefers_column_4)
+    greedy = self_play(SelfPlayConfig(**base, random_opening_plies=0), prefers_column_4)
     opened = self_play(SelfPlayConfig(**base, random_opening_plies=2), prefers_column_4)
     assert set(greedy.loc[greedy["ply"] == 0, "action"]) == {3}
     first = opened.loc[opened["ply"] < 2, "action"]

@@ -2,43 +2,34 @@
 
 from __future__ import annotations
 
-import random
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
 
 from connect_zero_pipeline.core.bitboard import (
     BOARD_MASK,
     alignment,
     bottom_mask_col,
-    is_terminal,
     mirror_bitboard,
     moves_to_bitboards,
     popcount,
-    state_from_moves,
     top_mask_col,
 )
 from connect_zero_pipeline.core.solver import (
     FULL_COLUMN,
     Solver,
-    SolverPlayer,
     analyze,
     analyze_batch,
     solve,
     solve_batch,
 )
+from tests.conftest import PONS_DIR, unfinished_random_games
 
-PONS_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "pons-benchmark"
 # A full board without four in a row (found by random play).
 DRAWN_GAME = "472424756645422154157737216635626711335331"
 
 
 def _read_set(name: str) -> tuple[list[str], np.ndarray]:
-    path = PONS_DIR / name
-    if not path.is_file():
-        pytest.skip(f"Pons benchmark file {path} not found")
+    path = PONS_DIR / name  # shipped with the tests: a missing file is a failure, not a skip
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
     return [m for m, _ in rows], np.array([int(s) for _, s in rows])
 
@@ -46,24 +37,6 @@ def _read_set(name: str) -> tuple[list[str], np.ndarray]:
 def _batch(moves: list[str]) -> tuple[np.ndarray, np.ndarray]:
     pairs = [moves_to_bitboards(m) for m in moves]
     return np.array([p for p, _ in pairs], np.int64), np.array([m for _, m in pairs], np.int64)
-
-
-def _random_positions(num: int, min_ply: int, max_ply: int, seed: int) -> list[str]:
-    """Unfinished positions from uniformly random games, ``min_ply <= ply <= max_ply``."""
-    rng = random.Random(seed)
-    out: list[str] = []
-    while len(out) < num:
-        target = rng.randint(min_ply, max_ply)
-        moves = ""
-        while len(moves) < target:
-            pos, mask = moves_to_bitboards(moves)
-            if is_terminal(pos, mask):
-                break
-            legal = [c for c in range(7) if not mask >> (7 * c + 5) & 1]
-            moves += str(rng.choice(legal) + 1)
-        if len(moves) == target and not is_terminal(*moves_to_bitboards(moves)):
-            out.append(moves)
-    return out
 
 
 def _children(moves: str) -> list[str | None]:
@@ -148,7 +121,7 @@ def test_immediate_win_and_double_threat():
 
 
 def test_analyze_scores_immediate_wins():
-    for moves in _random_positions(100, 28, 36, seed=6):
+    for moves in unfinished_random_games(100, 28, 36, seed=6):
         wins = [
             c
             for c, child in enumerate(_children(moves))
@@ -184,13 +157,13 @@ def test_last_empty_cell_is_a_draw():
 
 def test_matches_brute_force_near_the_end():
     memo: dict = {}
-    for moves in _random_positions(30, 31, 38, seed=1):
+    for moves in unfinished_random_games(30, 31, 38, seed=1):
         assert solve(moves) == _brute_force(*moves_to_bitboards(moves), memo), moves
 
 
 def test_score_is_max_over_children():
     solver = Solver(tt_log2=16)
-    for moves in _random_positions(40, 14, 34, seed=2):
+    for moves in unfinished_random_games(40, 14, 34, seed=2):
         n = len(moves)
         values = []
         for c, child in enumerate(_children(moves)):
@@ -209,7 +182,7 @@ def test_score_is_max_over_children():
 
 def test_mirror_and_weak_agree_with_strong():
     mirror = str.maketrans("1234567", "7654321")
-    for moves in _random_positions(40, 10, 30, seed=3):
+    for moves in unfinished_random_games(40, 10, 30, seed=3):
         strong = solve(moves)
         assert solve(moves.translate(mirror)) == strong, moves
         pos, mask = moves_to_bitboards(moves)
@@ -218,7 +191,7 @@ def test_mirror_and_weak_agree_with_strong():
 
 
 def test_batched_equals_single():
-    moves = _random_positions(30, 12, 30, seed=4)
+    moves = unfinished_random_games(30, 12, 30, seed=4)
     pos, mask = _batch(moves)
     scores, ok, nodes = solve_batch(pos.astype(np.uint64), mask.astype(np.uint64))
     assert ok.all() and scores.dtype == np.int8 and nodes.dtype == np.int64
@@ -308,48 +281,3 @@ def test_table_size_is_validated():
     for bad in (9, 31, 23.0):
         with pytest.raises(ValueError, match="tt_log2"):
             Solver(tt_log2=bad)
-
-
-# ---------------------------------------------------------------------------
-# SolverPlayer
-# ---------------------------------------------------------------------------
-
-
-def test_solver_player_plays_optimal_legal_moves():
-    moves = _random_positions(40, 14, 34, seed=5)  # from ply 14 on, the analysis is cheap
-    state = state_from_moves(moves)
-    gen = torch.Generator().manual_seed(0)
-    actions = SolverPlayer().act(state, gen)
-    assert actions.shape == (len(moves),) and actions.dtype == torch.int64
-    for m, a in zip(moves, actions.tolist(), strict=True):
-        scores = analyze(m)
-        assert scores[a] is not None and scores[a] == max(s for s in scores if s is not None), m
-
-
-def test_solver_player_breaks_ties_randomly_and_reproducibly():
-    moves = "1233722555341451114725221333"  # columns 4-7 all score -1, 1-3 are full
-    assert analyze(moves) == [None, None, None, -1, -1, -1, -1]
-    state = state_from_moves([moves] * 64)
-    picks = SolverPlayer().act(state, torch.Generator().manual_seed(1))
-    assert set(picks.tolist()) == {3, 4, 5, 6}
-    again = SolverPlayer().act(state, torch.Generator().manual_seed(1))
-    assert torch.equal(picks, again)
-
-
-def test_solver_player_epsilon_one_is_random_and_legal():
-    state = state_from_moves(["4444441"] * 700)
-    picks = SolverPlayer(epsilon=1.0).act(state, torch.Generator().manual_seed(2))
-    counts = torch.bincount(picks, minlength=7)
-    assert counts[3] == 0 and (counts[[0, 1, 2, 4, 5, 6]] > 60).all()
-
-
-def test_solver_player_budget_fallback_wins_or_blocks():
-    # With a 1-node budget neither analysis finishes (the budget covers all 7
-    # moves): the fallback wins at once in the first game, blocks in the second.
-    player = SolverPlayer(max_nodes=1)
-    state = state_from_moves(["121217", "1212172"])
-    picks = player.act(state, torch.Generator().manual_seed(3))
-    assert picks.tolist() == [0, 0]
-    assert player.num_fallbacks == 2
-    with pytest.raises(ValueError):
-        SolverPlayer(epsilon=1.5)

@@ -32,7 +32,8 @@ import torch
 import yaml
 
 from ..core.bitboard import State, initial_state, play, random_legal_actions, to_boards
-from ..core.mcts import MCTSConfig, model_evaluate_fn, reference_mcts, search
+from ..core.inference import torch_evaluate_fn
+from ..core.mcts import MCTSConfig, reference_mcts, search
 from ..core.models import build_model
 from ..core.selfplay import DEFAULT_NUM_THREADS, SelfPlayConfig, self_play
 from . import best_rate, figure
@@ -71,7 +72,7 @@ def run(args) -> Iterator[dict]:
     torch.set_num_threads(DEFAULT_NUM_THREADS)  # as self_play runs the recipe
     torch.manual_seed(0)
     model = build_model("tiny").eval()
-    evaluate_fn = model_evaluate_fn(model)
+    evaluate_fn = torch_evaluate_fn(model)
     roots = _roots(num_games, 8)
     boards = to_boards(roots)  # (B, 6, 7)
     mcts_cfg = MCTSConfig(sims=sims, c_puct=recipe.c_puct, dirichlet_eps=recipe.dirichlet_eps)

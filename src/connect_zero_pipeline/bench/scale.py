@@ -44,11 +44,11 @@ from multiprocessing import get_context
 
 import torch
 
-from ..core.checkpoint import checkpoint_dict
+from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.inference import make_evaluate_fn
 from ..core.models import build_model
-from ..core.scaleout import RayOptions, RaySelfPlayPool
 from ..core.selfplay import DEFAULT_NUM_THREADS, SelfPlayConfig, merge_shards, self_play
+from ..executors.ray import RayOptions, RaySelfPlayPool
 from . import figure
 
 _PROC_EVALUATE_FN = None
@@ -56,9 +56,7 @@ _PROC_EVALUATE_FN = None
 
 def _proc_init(weights: dict, backend: str) -> None:
     global _PROC_EVALUATE_FN
-    model = build_model(weights["config"])
-    model.load_state_dict(weights["state_dict"])
-    _PROC_EVALUATE_FN = make_evaluate_fn(model.eval(), "cpu", backend)
+    _PROC_EVALUATE_FN = make_evaluate_fn(from_dict(weights, "bench weights"), "cpu", backend)
 
 
 def _proc_shard(cfg: SelfPlayConfig, shard_index: int, num_shards: int):

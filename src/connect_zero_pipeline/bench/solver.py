@@ -2,8 +2,8 @@
 
 ``python -m connect_zero_pipeline bench solver [--file PATH] [--quick]``
 
-Without ``--file`` both public sets (``../shared/pons-benchmark/Test_L3_R1``
-and ``Test_L2_R1`` next to the repository) are measured. Figures per file:
+Without ``--file`` both public sets shipped with the tests
+(``tests/data/pons/Test_L3_R1`` and ``Test_L2_R1``) are measured. Figures per file:
 
 - ``us_per_position`` / ``nodes_per_position``: exact scores, the positions
   solved one after the other in compiled code with one transposition table
@@ -19,8 +19,8 @@ and ``Test_L2_R1`` next to the repository) are measured. Figures per file:
   one position, numba's on-disk cache warm (measured in a subprocess).
 
 With ``--generated`` the same figures are measured on positions of two of
-Pons' harder classes, which are not in ``../shared`` (his sets are kept out of
-the project as an independent check): ``L2_R2`` (middle-medium: 15-28 stones,
+Pons' harder classes, which are not in the repository (his sets of those
+classes are kept out of the project as an independent check): ``L2_R2`` (middle-medium: 15-28 stones,
 14-27 moves left under perfect play) and ``L1_R1`` (beginning-easy: at most
 14 stones, under 14 moves left). They are drawn by seeded uniformly random
 play and kept when their exact score puts them in the class, so they resemble
@@ -48,7 +48,8 @@ from ..core.bitboard import moves_to_bitboards
 from ..core.solver import Solver, _solve_batch
 from . import figure
 
-PONS_DIR = (Path(__file__).resolve().parents[3] / ".." / "shared" / "pons-benchmark").resolve()
+# The two public sets shipped with the tests (a source checkout; see tests/data/pons/README.md).
+PONS_DIR = Path(__file__).resolve().parents[3] / "tests" / "data" / "pons"
 # Pons' C++ solver without opening book, mean microseconds per position, measured here
 # (on his sets; the generated classes are only comparable in definition).
 REFERENCE_US = {"Test_L3_R1": 60.0, "Test_L2_R1": 120.0, "L2_R2": 5000.0, "L1_R1": 400.0}

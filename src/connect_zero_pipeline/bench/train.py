@@ -68,7 +68,9 @@ def run(args) -> Iterator[dict]:
     params = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}
     torch.manual_seed(0)
     model = build_model("tiny")
-    boards, pi, z = games_to_tensors([table], mirror=cfg.mirror)
+    boards, pi, z = games_to_tensors(
+        [table], mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
+    )
     num_steps = max(1, round(cfg.samples_per_position * boards.shape[0] / cfg.batch_size))
     samples = num_steps * cfg.batch_size
     node_best = bare_best = 0.0

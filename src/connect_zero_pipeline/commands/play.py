@@ -121,9 +121,10 @@ class _Agent:
     """Greedy policy (``sims == 0``) or batched MCTS (``sims > 0``) on one game."""
 
     def __init__(self, model, sims: int):
-        from ..core.mcts import MCTSConfig, model_evaluate_fn
+        from ..core.inference import torch_evaluate_fn
+        from ..core.mcts import MCTSConfig
 
-        self.evaluate_fn = model_evaluate_fn(model, "cpu")
+        self.evaluate_fn = torch_evaluate_fn(model, "cpu")
         self.config = MCTSConfig(sims=sims) if sims > 0 else None
 
     def choose(self, position: int, mask: int) -> tuple[int, str]:
@@ -174,7 +175,7 @@ def _draw(position: int, mask: int, ply: int) -> str:
 
 def _ask_column(position: int, mask: int, out) -> int | None:
     """Read a legal 0-based column from stdin; ``None`` on EOF or 'q'. Re-prompts on bad input."""
-    from ..core.bitboard import top_mask_col
+    from ..core.bitboard import legal_columns
 
     while True:
         try:
@@ -188,7 +189,7 @@ def _ask_column(position: int, mask: int, out) -> int | None:
             print(f"Please enter a column from 1 to 7 (got {text!r}).", file=out, flush=True)
             continue
         col = int(text) - 1
-        if mask & top_mask_col(col):
+        if col not in legal_columns(mask):
             print(f"Column {text} is full; choose another.", file=out, flush=True)
             continue
         return col
@@ -201,6 +202,7 @@ def play_terminal(model, description: str, sims: int, human_first: bool, moves: 
         bottom_mask_col,
         is_terminal,
         moves_to_bitboards,
+        play_move,
     )
 
     out = sys.stdout
@@ -228,8 +230,7 @@ def play_terminal(model, description: str, sims: int, human_first: bool, moves: 
             col, detail = agent.choose(position, mask)
             print(f"Agent plays {col + 1}   ({detail})", file=out, flush=True)
         moves += str(col + 1)
-        position ^= mask  # the opponent becomes the side to move ...
-        mask |= mask + bottom_mask_col(col)  # ... after the stone drops into `col`
+        position, mask = play_move(position, mask, bottom_mask_col(col))
         ply += 1
         if alignment(position ^ mask) or mask == BOARD_MASK:
             print("\n" + _draw(position, mask, ply), file=out)

@@ -7,7 +7,7 @@ Usage::
                                           [--max-nodes N] [--batch-size N]
 
 Each file holds one position per line in Pascal Pons' benchmark format,
-``<moves> [<score>]`` (``../shared/pons-benchmark/Test_L2_R1``); only the
+``<moves> [<score>]`` (``tests/data/pons/Test_L2_R1``); only the
 moves are read, the expected score is ignored. Empty lines are skipped. The
 model is chosen as by ``play`` (:mod:`.model_source`): ``--model`` a model
 file or a versioned folder (its latest version), else the latest version of
@@ -19,7 +19,7 @@ on every core, within ``--max-nodes`` nodes per position, 0 for no limit), givin
 table that :mod:`..core.evaluation` reads, and the network is scored on it
 with :func:`~..core.evaluation.solver_set_metrics`. One JSON line per file::
 
-    {"file": "../shared/pons-benchmark/Test_L2_R1", "model": "<path>", "positions": 1000,
+    {"file": "tests/data/pons/Test_L2_R1", "model": "<path>", "positions": 1000,
      "decisive": 998, "skipped": 0, "acc": ..., "ce": ..., "count": 1000.0,
      "val_signacc": ..., "acc_middle": ..., ..., "acc_decisive": ..., ...}
 
@@ -188,12 +188,14 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{len(errors)} invalid line(s): nothing scored", file=stderr, flush=True)
         return EXIT_BAD_INPUT
 
-    from ..core.evaluation import model_fn
+    from ..core.inference import torch_evaluate_fn
     from ..core.labelling import Labeller
+    from ..executors import chunk_runner
 
     model, description = resolve_model(args.model, args.dataset)
-    evaluate_fn = model_fn(model, "cpu")
-    with Labeller(max_nodes=args.max_nodes) as labeller:  # every core; one in-memory cache
+    evaluate_fn = torch_evaluate_fn(model, "cpu")
+    runner = chunk_runner("local", workers=0)  # every core; one in-memory cache
+    with Labeller(max_nodes=args.max_nodes, run_chunks=runner) as labeller:
         for path, table in zip(paths, tables, strict=True):
             labelled, skipped = label_positions(table, labeller, desc=path.name)
             record = {

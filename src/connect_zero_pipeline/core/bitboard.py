@@ -74,13 +74,41 @@ def column_mask(col: int) -> int:
     return _COLUMN_MASKS[col]
 
 
-def alignment(stones: int) -> bool:
-    """True if ``stones`` (one player's bitboard) holds four in a row. Unbatched."""
+def four_in_a_row(stones):
+    """Four in a row in one player's bitboard(s): the one win rule of the project.
+
+    Generic: a Python int gives a ``bool``; a numpy or torch integer array
+    (``int64``, or numpy ``uint64``) gives a ``bool`` array of its shape. The
+    batched torch engine uses its tuned copy, :func:`has_won`, which the tests
+    check against this one.
+    """
+    won = False
     for s in _DIRECTIONS:
         m = stones & (stones >> s)
-        if m & (m >> (2 * s)):
-            return True
-    return False
+        won = won | ((m & (m >> (2 * s))) != 0)
+    return won
+
+
+def alignment(stones: int) -> bool:
+    """True if ``stones`` (one player's bitboard) holds four in a row. Unbatched."""
+    return bool(four_in_a_row(stones))
+
+
+def play_move(position, mask, bottom):
+    """The position after the side to move drops a stone: ``(position, mask)`` of the next mover.
+
+    Generic over Python ints and numpy / torch integer arrays: ``bottom`` is
+    the bottom bit of the column played (:func:`bottom_mask_col` for an int,
+    ``1 << (H1 * col)`` for arrays). The stone lands in the lowest empty cell
+    (``mask + bottom`` carries up the column); the returned ``position`` holds
+    the stones of the opponent, who moves next. The column must not be full.
+    """
+    return position ^ mask, mask | (mask + bottom)
+
+
+def legal_columns(mask: int) -> list[int]:
+    """0-based columns whose top cell is empty. Unbatched."""
+    return [c for c in range(WIDTH) if not mask & _TOP_COLS[c]]
 
 
 def popcount(x: int) -> int:
@@ -110,8 +138,7 @@ def moves_to_bitboards(moves: str) -> tuple[int, int]:
             raise ValueError(f"move {ch!r} at index {i} in {moves!r} comes after the game is over")
         if mask & _TOP_COLS[col]:
             raise ValueError(f"move {ch!r} at index {i} in {moves!r} plays into a full column")
-        position ^= mask
-        mask |= mask + _BOTTOM_COLS[col]
+        position, mask = play_move(position, mask, _BOTTOM_COLS[col])
     return position, mask
 
 

@@ -58,13 +58,26 @@ def load_model(
         ckpt = torch.load(file, map_location=device, weights_only=True)
     except Exception as exc:  # torch raises many types for foreign or truncated files
         raise ValueError(f"{label} is not a readable model file: {exc}") from exc
+    return from_dict(ckpt, label).to(device).eval()
+
+
+def from_dict(ckpt: Any, name: str = "checkpoint") -> nn.Module:
+    """Rebuild a model from a checkpoint dict (:func:`checkpoint_dict`), in eval mode on the CPU.
+
+    The one place a checkpoint becomes a model: files, worker processes and Ray
+    actors all come through here. The dict's ``meta`` is attached as ``model.meta``.
+
+    Raises:
+        ValueError: naming ``name``, when ``ckpt`` is not a Connect-Zero
+            checkpoint or its weights do not fit its config.
+    """
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
-        raise ValueError(f"{label} is not a Connect-Zero model ({FORMAT}); found {found!r}")
+        raise ValueError(f"{name} is not a Connect-Zero model ({FORMAT}); found {found!r}")
     model = build_model(ckpt["config"])
     try:
         model.load_state_dict(ckpt["state_dict"])
     except RuntimeError as exc:
-        raise ValueError(f"{label}: weights do not match its config: {exc}") from exc
+        raise ValueError(f"{name}: weights do not match its config: {exc}") from exc
     model.meta = dict(ckpt.get("meta") or {})
-    return model.to(device).eval()
+    return model.eval()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -16,32 +17,52 @@ def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str) ->
     """Build the frozen dataclass ``cls`` from ``params``.
 
     Args:
-        cls: a dataclass; its ``__post_init__`` validates values.
+        cls: a dataclass; its ``__post_init__`` validates values (with :func:`check`).
         params: the parameter mapping (missing keys take the dataclass defaults).
         section: the parameter path, named in error messages (e.g. ``"selfplay"``).
 
     Raises:
-        ValueError: for a key ``cls`` does not have, naming the key and ``section``,
-            or for a value the dataclass rejects.
+        ValueError: for a key ``cls`` does not have, naming ``section.key`` and
+            the nearest valid key, or for a value the dataclass rejects, naming
+            ``section.key`` (messages from :func:`check` start with the key).
     """
     params = dict(params or {})
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(params) - set(names))
     if unknown:
-        raise ValueError(
-            f"unknown parameter(s) {', '.join(repr(k) for k in unknown)} in '{section}'; "
-            f"valid keys are: {', '.join(names)}"
-        )
+        raise unknown_key_error(section, unknown[0], names)
     try:
         return cls(**params)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"invalid parameters in '{section}': {exc}") from exc
+        message = str(exc).removeprefix(f"{cls.__name__}.")
+        if message.split(" ", 1)[0] in names:  # "lr must be > 0, got -1" -> "train.lr must ..."
+            message = f"{section}.{message}"
+        raise ValueError(f"invalid parameter: {message}") from exc
+
+
+def unknown_key_error(section: str, key: str, valid: list[str]) -> ValueError:
+    """The error for an unknown ``section.key``: names it and the nearest valid key, if any."""
+
+    def qualified(name: str) -> str:
+        return f"{section}.{name}" if section else name
+
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"; did you mean '{qualified(close[0])}'?" if close else ""
+    return ValueError(
+        f"unknown parameter '{qualified(key)}'{hint}. Valid keys of "
+        f"'{section or 'parameters'}': {', '.join(valid)}"
+    )
 
 
 def check(condition: bool, key: str, value: Any, requirement: str) -> None:
     """Raise ``ValueError`` naming ``key`` and ``value`` unless ``condition`` holds."""
     if not condition:
         raise ValueError(f"{key} must be {requirement}, got {value!r}")
+
+
+def mix_seed(seed: int, step: int) -> int:
+    """The seed of step ``step`` (a generation, a batch) of a run seeded with ``seed``."""
+    return int(seed) * 1_000_003 + int(step)
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

@@ -18,21 +18,19 @@ Shapes: N positions, A = 7 columns.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from .bitboard import State, legal_mask, to_boards
+from .inference import EvaluateFn
+from .labelling import SCORE_COLUMNS
 from .match import play_match
 from .players import Player
 
-SCORE_COLUMNS = [f"score_{c}" for c in range(1, 8)]
 PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
-
-EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""Stone-count classes of Pons' benchmark sets (beginning, middle, end), inclusive ranges."""
 
 
 def solver_labels(positions: pd.DataFrame) -> tuple[State, torch.Tensor, torch.Tensor, np.ndarray]:
@@ -64,16 +62,6 @@ def _forward(evaluate_fn: EvaluateFn, boards: torch.Tensor, batch_size: int):
         logits.append(lo.float().cpu())
         values.append(va.float().cpu())
     return torch.cat(logits), torch.cat(values)
-
-
-def model_fn(model: torch.nn.Module, device: torch.device | str = "cpu") -> EvaluateFn:
-    """Wrap a model as ``evaluate_fn(boards) -> (logits, value)`` in eval mode on ``device``."""
-    model = model.to(device).eval()
-
-    def fn(boards: torch.Tensor):
-        return model(boards.to(device))
-
-    return fn
 
 
 def solver_set_metrics(

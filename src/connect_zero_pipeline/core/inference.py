@@ -31,14 +31,26 @@ from .bitboard import HEIGHT, WIDTH
 log = logging.getLogger(__name__)
 
 EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""The network as search and evaluation see it: ``boards int8 [B, 6, 7] -> (logits [B, 7],
+value [B])`` float32, the value from the view of each board's side to move. Search takes any
+such function (a toy bandit in the tests); :func:`make_evaluate_fn` wraps a model."""
 BACKENDS = ("auto", "torch", "onnxruntime")
 
 
-def torch_evaluate_fn(model: nn.Module, device: torch.device | str = "cpu") -> EvaluateFn:
-    """``boards int8 [B, 6, 7] -> (logits [B, 7], value [B])`` float32 with torch, in eval mode."""
+def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None) -> EvaluateFn:
+    """``model`` as an :data:`EvaluateFn` with torch: eval mode, ``inference_mode``, float32 out.
+
+    Args:
+        device: where the model runs (it is moved there); None keeps the device
+            of its parameters. Boards are moved to it.
+    """
+    if device is None:
+        device = next(model.parameters()).device
     model = model.to(device).eval()
 
     def evaluate_fn(boards: torch.Tensor):
+        if model.training:  # e.g. a training loop switched it back
+            model.eval()
         with torch.inference_mode():
             logits, value = model(boards.to(device))
         return logits.float(), value.float()

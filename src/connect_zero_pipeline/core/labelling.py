@@ -9,8 +9,9 @@ take minutes without an opening book, so:
 - every result ever computed goes into a :class:`SolvedCache` on disk
   (append-only Parquet parts), so a rerun or an interrupted run only solves
   what is new;
-- misses are solved in chunks on every core (:class:`Labeller`, a process
-  pool; or Ray tasks, see :mod:`.scaleout`).
+- misses are solved in chunks (:class:`Labeller`), in this process or on
+  every core through a runner from :mod:`connect_zero_pipeline.executors`
+  (a process pool, or Ray tasks).
 
 It also plays the dataset's games: random openings, then epsilon-greedy perfect
 play (:func:`generate_games`), labelling through the same cache.
@@ -25,9 +26,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +36,15 @@ from .bitboard import (
     BOARD_MASK,
     BOTTOM_MASK,
     H1,
-    HEIGHT,
     WIDTH,
+    four_in_a_row,
     is_terminal,
     mirror_bitboard,
     moves_to_bitboards,
+    play_move,
+    top_mask_col,
 )
+from .progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +141,11 @@ class SolvedCache:
 # Workers
 # ---------------------------------------------------------------------------
 
-_WORKER_SOLVER = None
+_WORKER_SOLVER = None  # this process's solver (a pool process, a Ray worker, or the caller)
 
 
-def _init_worker(tt_log2: int) -> None:
+def init_worker_solver(tt_log2: int) -> None:
+    """Give this process its solver (a pool's initializer; :func:`solve_chunk` calls it lazily)."""
     global _WORKER_SOLVER
     from .solver import Solver
 
@@ -159,7 +162,7 @@ def solve_chunk(
     """
     global _WORKER_SOLVER
     if _WORKER_SOLVER is None or _WORKER_SOLVER.tt_log2 != tt_log2:
-        _init_worker(tt_log2)
+        init_worker_solver(tt_log2)
     start = time.perf_counter()
     scores, ok, nodes = _WORKER_SOLVER.analyze_batch(
         position.view(np.int64), mask.view(np.int64), max_nodes=max_nodes
@@ -183,44 +186,48 @@ class LabelStats:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
-ChunkRunner = Callable[[list[tuple[np.ndarray, np.ndarray]]], Iterator[tuple[int, tuple]]]
+ChunkRunner = Callable[[list[tuple[np.ndarray, np.ndarray]], int, int], Iterator[tuple[int, tuple]]]
+"""``run_chunks(chunks, max_nodes, tt_log2)``: solves ``[(position, mask)]`` chunks and yields
+``(chunk index, solve_chunk result)`` in any order. Runners with workers (a process pool, Ray
+tasks) live in :mod:`connect_zero_pipeline.executors`; one with ``close()`` is closed with the
+labeller."""
+
+
+def serial_chunks(
+    chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, tt_log2: int
+) -> Iterator[tuple[int, tuple]]:
+    """The in-process :data:`ChunkRunner`: chunks one after another, in this process."""
+    for i, (p, m) in enumerate(chunks):
+        yield i, solve_chunk(p, m, max_nodes, tt_log2)
 
 
 @dataclass
 class Labeller:
-    """Analyse positions with a cache, a node budget and a pool of workers.
+    """Analyse positions with a cache, a node budget and a chunk runner.
 
     Args:
         max_nodes: node budget per position (0: none). Over-budget positions
             are skipped (``ok`` False) and counted.
-        workers: worker processes (0: one per CPU; 1: in this process).
         cache: the :class:`SolvedCache` to read and extend.
         chunk_size: positions per task; a chunk is also the unit saved to the cache.
         tt_log2: transposition table size of each worker's solver.
-        run_chunks: optional replacement for the local pool (the Ray executor):
-            takes the chunk list and yields ``(index, solve_chunk result)`` as they finish.
+        run_chunks: who solves the chunks (:data:`ChunkRunner`): in this process
+            by default (:func:`serial_chunks`); a process pool or Ray tasks come
+            from :mod:`connect_zero_pipeline.executors`.
     """
 
     max_nodes: int = 2_000_000
-    workers: int = 0
     cache: SolvedCache = field(default_factory=lambda: SolvedCache(None))
     chunk_size: int = 64
     tt_log2: int = 22
-    run_chunks: ChunkRunner | None = None
+    run_chunks: ChunkRunner = serial_chunks
     totals: LabelStats = field(default_factory=LabelStats)
-    _pool: ProcessPoolExecutor | None = None
 
     def __post_init__(self):
         if self.max_nodes < 0:
             raise ValueError(f"max_nodes must be >= 0, got {self.max_nodes}")
-        if self.workers < 0:
-            raise ValueError(f"workers must be >= 0, got {self.workers}")
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
-
-    @property
-    def num_workers(self) -> int:
-        return self.workers or os.cpu_count() or 1
 
     def __enter__(self) -> Labeller:
         return self
@@ -229,30 +236,11 @@ class Labeller:
         self.close()
 
     def close(self) -> None:
+        """Flush the cache and close the runner (a worker pool), if it can be closed."""
         self.cache.flush()
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
-
-    def _local_chunks(self, chunks) -> Iterator[tuple[int, tuple]]:
-        if self.num_workers == 1:
-            for i, (p, m) in enumerate(chunks):
-                yield i, solve_chunk(p, m, self.max_nodes, self.tt_log2)
-            return
-        if self._pool is None:
-            # spawn: no forked copies of torch's thread pools in the workers.
-            self._pool = ProcessPoolExecutor(
-                self.num_workers,
-                mp_context=get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(self.tt_log2,),
-            )
-        futures = {
-            self._pool.submit(solve_chunk, p, m, self.max_nodes, self.tt_log2): i
-            for i, (p, m) in enumerate(chunks)
-        }
-        for fut in as_completed(futures):
-            yield futures[fut], fut.result()
+        close = getattr(self.run_chunks, "close", None)
+        if close is not None:
+            close()
 
     def label(
         self, position: np.ndarray, mask: np.ndarray, progress: bool | str = False
@@ -280,14 +268,13 @@ class Labeller:
         solved_keys, solved_scores = [], []
         bar = None
         if progress and chunks:
-            from tqdm.auto import tqdm
-
             label = progress if isinstance(progress, str) else "solving"
-            bar = tqdm(total=len(miss_idx), desc=label, unit="pos", leave=False)
-        runner = self.run_chunks or self._local_chunks
+            bar = progress_bar(total=len(miss_idx), desc=label, unit="pos", leave=False)
         last_flush = time.monotonic()
         try:
-            for i, (c_scores, c_ok, c_nodes, seconds) in runner(chunks):
+            for i, (c_scores, c_ok, c_nodes, seconds) in self.run_chunks(
+                chunks, self.max_nodes, self.tt_log2
+            ):
                 p, m = chunks[i]
                 stats.nodes += int(c_nodes.sum())
                 stats.solve_seconds += seconds
@@ -321,22 +308,9 @@ class Labeller:
 # ---------------------------------------------------------------------------
 
 
-def _play_np(position: np.ndarray, mask: np.ndarray, cols: np.ndarray):
-    """Batched move on uint64 numpy bitboards; returns ``(next_position, next_mask, won)``."""
-    bottom = np.left_shift(np.uint64(1), (cols * H1).astype(np.uint64))
-    new_mask = mask | (mask + bottom)
-    mover = position | (new_mask ^ mask)
-    won = np.zeros(len(position), dtype=bool)
-    for s in (1, H1, H1 - 1, H1 + 1):
-        s = np.uint64(s)
-        m = mover & (mover >> s)
-        won |= (m & (m >> (np.uint64(2) * s))) != 0
-    return mover ^ new_mask, new_mask, won
-
-
 def _legal_np(mask: np.ndarray) -> np.ndarray:
-    """``[N, 7] bool`` playable columns."""
-    tops = np.array([1 << (H1 * c + HEIGHT - 1) for c in range(WIDTH)], dtype=np.uint64)
+    """``[N, 7] bool`` playable columns of ``uint64 [N]`` masks."""
+    tops = np.array([top_mask_col(c) for c in range(WIDTH)], dtype=np.uint64)
     return (mask[:, None] & tops[None, :]) == 0
 
 
@@ -392,7 +366,9 @@ def generate_games(
             pick = cols[perfect]
             pick[ok] = choice[ok]
             cols[perfect] = pick
-        position[idx], mask[idx], won = _play_np(position[idx], mask[idx], cols.astype(np.uint64))
+        bottom = np.left_shift(np.uint64(1), cols.astype(np.uint64) * np.uint64(H1))  # (n,)
+        position[idx], mask[idx] = play_move(position[idx], mask[idx], bottom)
+        won = four_in_a_row(position[idx] ^ mask[idx])  # the stones of who just moved
         for g, c in zip(idx, cols, strict=True):
             moves[g].append(str(c + 1))
         full = mask[idx] == np.uint64(BOARD_MASK)

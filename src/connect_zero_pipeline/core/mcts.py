@@ -39,7 +39,6 @@ Shapes: B games, S slots per tree, A = 7 actions, K gamma candidates.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -54,14 +53,14 @@ from .bitboard import (
     bitboards_to_board,
     bottom_mask_col,
     has_won,
+    legal_columns,
     legal_mask,
     play,
+    play_move,
     to_boards,
-    top_mask_col,
 )
+from .inference import EvaluateFn, torch_evaluate_fn
 from .players import sample_move
-
-EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 ROOT_INDEX = 0
 # Sentinel slots, as offsets from N (the number of real nodes); see the module docstring.
@@ -182,24 +181,6 @@ def sample_dirichlet(legal: torch.Tensor, alpha: float, generator: torch.Generat
 # ---------------------------------------------------------------------------
 # Batched search
 # ---------------------------------------------------------------------------
-
-
-def model_evaluate_fn(model: torch.nn.Module, device: torch.device | str | None = None):
-    """Wrap a model as an ``evaluate_fn``: ``eval()`` mode, ``inference_mode``, float32 out.
-
-    ``boards`` are moved to ``device`` (default: the model's parameters' device).
-    """
-    if device is None:
-        device = next(model.parameters()).device
-
-    def evaluate_fn(boards: torch.Tensor):
-        if model.training:  # e.g. the training loop switched it back
-            model.eval()
-        with torch.inference_mode():
-            logits, value = model(boards.to(device))
-        return logits.float(), value.float()
-
-    return evaluate_fn
 
 
 def _masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -365,7 +346,7 @@ class MCTSPlayer:
 
     Args:
         evaluate_fn: an ``evaluate_fn`` or an ``nn.Module`` (wrapped by
-            :func:`model_evaluate_fn` on ``device``).
+            :func:`~.inference.torch_evaluate_fn` on ``device``).
         config: :class:`MCTSConfig` (no root noise by default: evaluation play).
         temperature: 0 (default) plays the most visited column (ties -> lowest);
             > 0 samples proportionally to ``visits ** (1 / temperature)``.
@@ -379,7 +360,7 @@ class MCTSPlayer:
         device: torch.device | str | None = None,
     ):
         if isinstance(evaluate_fn, torch.nn.Module):
-            evaluate_fn = model_evaluate_fn(evaluate_fn, device)
+            evaluate_fn = torch_evaluate_fn(evaluate_fn, device)
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         self.evaluate_fn = evaluate_fn
@@ -424,16 +405,15 @@ class _RefNode:
     def expand(self, evaluate_fn: EvaluateFn) -> float:
         board = torch.from_numpy(bitboards_to_board(self.position, self.mask)).unsqueeze(0)
         logits, value = evaluate_fn(board)
-        legal = torch.tensor([[not self.mask & top_mask_col(c) for c in range(WIDTH)]])
+        legal = torch.tensor([[c in legal_columns(self.mask) for c in range(WIDTH)]])
         self.prior = _masked_softmax(logits, legal)[0].tolist()
         self.value = float(value[0])
         return self.value
 
     def child(self, col: int) -> _RefNode:
         if col not in self.children:
-            mask = self.mask | (self.mask + bottom_mask_col(col))
-            mover = self.position | (mask ^ self.mask)  # the mover's stones after the move
-            self.children[col] = _RefNode(mover ^ mask, mask)  # now from the opponent's view
+            position, mask = play_move(self.position, self.mask, bottom_mask_col(col))
+            self.children[col] = _RefNode(position, mask)  # from the opponent's view
         return self.children[col]
 
 
@@ -464,15 +444,13 @@ def reference_mcts(
             for p, n in zip(root.prior, root_noise, strict=True)
         ]
     root.visits, root.value_sum = 1, -v
-    legal = [not mask & top_mask_col(c) for c in range(WIDTH)]
+    legal = [c in legal_columns(mask) for c in range(WIDTH)]
     for _ in range(cfg.sims):
         node, path = root, [root]
         while True:
             sqrt_n = math.sqrt(node.visits)
             best, best_score = -1, -math.inf
-            for c in range(WIDTH):
-                if node.mask & top_mask_col(c):
-                    continue
+            for c in legal_columns(node.mask):
                 ch = node.children.get(c)
                 n, w = (ch.visits, ch.value_sum) if ch else (0, 0.0)
                 q = w / n if n else 0.0

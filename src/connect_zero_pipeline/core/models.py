@@ -18,6 +18,7 @@ Shapes: B = batch, C = channels, A = 7 columns.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -219,3 +220,40 @@ def build_model(config: dict[str, Any] | str) -> nn.Module:
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable parameters."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The network a run starts from (parameter section ``model``): a preset or an architecture.
+
+    Exactly one of ``preset`` and ``arch`` is set (an ``--params model.arch=...``
+    override also sets ``model.preset=null``).
+    """
+
+    preset: str | None = "tiny"
+    """A name of :data:`PRESETS`: ``tiny`` (the CPU recipe), ``small``, ``connectzero``, ``mlp``."""
+    arch: dict[str, Any] | None = None
+    """An architecture config for :func:`build_model`, instead of ``preset``."""
+    seed: int = 0
+    """Seeds the initial weights."""
+
+    def __post_init__(self):
+        if (self.arch is None) == (self.preset is None):
+            raise ValueError(
+                "exactly one of 'preset' and 'arch' must be set (set the other to null), got "
+                f"preset={self.preset!r}, arch={self.arch!r}"
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        resolve_config(self.config())  # an unknown preset or a bad architecture fails here
+
+    def config(self) -> dict[str, Any] | str:
+        """What :func:`build_model` takes."""
+        return dict(self.arch) if self.arch is not None else self.preset
+
+
+@dataclass(frozen=True)
+class ReinforceModelSpec(ModelSpec):
+    """The REINFORCE baseline's initial policy (section ``reinforce.model``): the MLP by default."""
+
+    preset: str | None = "mlp"

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from .bitboard import (
+    WIDTH,
     State,
     legal_mask,
     random_legal_actions,
@@ -136,3 +138,77 @@ def make_player(name: str) -> Player:
     if name not in PLAYERS:
         raise ValueError(f"unknown player {name!r}; choose one of: {', '.join(PLAYERS)}")
     return PLAYERS[name]()
+
+
+class SolverPlayer:
+    """Perfect player (the :class:`Player` protocol; :mod:`.solver` underneath), batched over games.
+
+    Every game is analysed with :meth:`~.solver.Solver.analyze_batch`; the player picks
+    uniformly among the moves with the best score. With probability
+    ``epsilon`` a game instead gets a uniformly random legal move (and is not
+    analysed). All random draws come from the ``generator`` passed to
+    :meth:`act`, so a seeded generator repeats the same games.
+
+    Cost: analysing a position solves each of its children. Without an
+    opening book that takes seconds around ply 8 and minutes to hours closer
+    to the empty board, so play from the opening needs ``max_nodes``.
+
+    Args:
+        epsilon: probability of a random move, in ``[0, 1]``.
+        max_nodes: node budget per position (0 = none). A game whose analysis
+            exceeds it falls back to a shallow rule: win at once if possible,
+            else block an immediate threat, else a uniformly random legal
+            move. ``num_fallbacks`` counts those moves.
+        solver: the :class:`~.solver.Solver` to use (default: the module-level one).
+    """
+
+    def __init__(self, epsilon: float = 0.0, max_nodes: int = 0, solver=None):
+        if not 0.0 <= float(epsilon) <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        if int(max_nodes) < 0:
+            raise ValueError(f"max_nodes must be >= 0, got {max_nodes!r}")
+        self.epsilon = float(epsilon)
+        self.max_nodes = int(max_nodes)
+        self.solver = solver
+        self.num_fallbacks = 0
+
+    def scores(self, state: State) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[B, 7] int16`` move scores (``FULL_COLUMN`` for full columns) and ``[B] bool`` ok."""
+        from .solver import default_solver  # numba compiles on first use: only when needed
+
+        solver = self.solver or default_solver()
+        pos = state.position.detach().cpu().numpy()  # (B,)
+        mask = state.mask.detach().cpu().numpy()  # (B,)
+        scores, ok, _ = solver.analyze_batch(pos, mask, max_nodes=self.max_nodes)
+        return torch.from_numpy(scores.astype(np.int16)), torch.from_numpy(ok)
+
+    def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``[B] int64`` 0-based columns: an optimal move per game (see the class docstring)."""
+        device = state.device
+        num_games = state.batch_size
+        noise = torch.rand((num_games, WIDTH), generator=generator, device=device)  # (B, 7)
+        explore = torch.rand(num_games, generator=generator, device=device) < self.epsilon  # (B,)
+        random_moves = random_legal_actions(state, generator)  # (B,)
+        actions = random_moves.clone()
+        solve = (~explore).nonzero().squeeze(1)  # (S,) games to analyse
+        if solve.numel() == 0:
+            return actions
+        sub = state.take(solve)
+        scores, ok = self.scores(sub)  # (S, 7), (S,)
+        scores, ok = scores.to(device), ok.to(device)
+        best = scores.max(1, keepdim=True).values  # (S, 1); full columns (-128) never win
+        choice = scores == best  # (S, 7)
+        if not bool(ok.all()):
+            # Over budget: win now, else block, else any legal move.
+            wins, blocks, legal = winning_moves(sub), threat_moves(sub), legal_mask(sub)
+            shallow = torch.where(
+                wins.any(1, keepdim=True),
+                wins,
+                torch.where(blocks.any(1, keepdim=True), blocks, legal),
+            )
+            choice = torch.where(ok.unsqueeze(1), choice, shallow)
+            self.num_fallbacks += int((~ok).sum())
+        # Uniform among the chosen columns: the largest noise among them wins.
+        pick = torch.where(choice, noise[solve], torch.full_like(noise[solve], -1.0)).argmax(1)
+        actions[solve] = pick
+        return actions

@@ -23,7 +23,8 @@ import torch
 from torch import nn
 
 from .config import check
-from .evaluation import model_fn, solver_set_metrics, win_rates
+from .evaluation import solver_set_metrics, win_rates
+from .inference import torch_evaluate_fn
 from .mcts import MCTSConfig, MCTSPlayer
 from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
 
@@ -84,7 +85,7 @@ def scorecard(
         model = model.to(device).eval()
         greedy[name] = PolicyPlayer(model, temperature=0.0)
         if positions is not None:
-            for k, v in solver_set_metrics(model_fn(model, device), positions).items():
+            for k, v in solver_set_metrics(torch_evaluate_fn(model, device), positions).items():
                 out[name][f"solver.{k}"] = v
         rates = win_rates(greedy[name], RandomPunisher(), config.num_games, config.seed, device)
         out[name].update(_rates("punisher.policy", rates))

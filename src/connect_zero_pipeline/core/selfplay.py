@@ -1,4 +1,4 @@
-"""One generation of AlphaZero self-play: batched MCTS games -> a flat table (design §4).
+"""One generation of AlphaZero self-play: batched MCTS games -> a flat table (``docs/architecture.md``, data contracts).
 
 ``num_games`` game *slots* play in parallel for ``moves_per_gen`` env steps
 (plies of the whole batch); a slot whose game ends restarts from the empty
@@ -44,18 +44,18 @@ import torch
 
 from .bitboard import WIDTH, initial_state, legal_mask, play, reset_done
 from .config import torch_threads
-from .inference import BACKENDS, make_evaluate_fn
+from .inference import BACKENDS, EvaluateFn, make_evaluate_fn
 from .mcts import (
-    EvaluateFn,
     MCTSConfig,
     dirichlet_from_uniforms,
     dirichlet_uniform_shape,
     search,
 )
+from .progress import progress_bar
 
 log = logging.getLogger(__name__)
 
-# Output schema (design §4), in column order.
+# Output schema (``docs/architecture.md``, data contracts), in column order.
 COLUMNS: dict[str, str] = {
     "generation": "int32",
     "game": "int32",
@@ -75,14 +75,13 @@ MIN_GAME_PLIES = 7  # the shortest Connect-4 game (a vertical four by the first 
 class SelfPlayConfig:
     """One generation of self-play. Validated on construction (``ValueError`` naming the field).
 
-    The defaults are plain AlphaZero self-play sized for a CPU. The project's
-    recipe (``conf/base/parameters_selfplay.yml``) plays 512 slots with 4 random
-    opening plies: 512 x 64 = 32,768 searched positions, of which ~24k (complete
-    games) are kept, in about 33 s with the ``tiny`` model in 2 worker processes
-    on the 2-core development machine.
+    The defaults are the project's CPU recipe (``conf/base/parameters_selfplay.yml``
+    repeats them): 512 slots with 4 random opening plies, 512 x 64 = 32,768
+    searched positions, of which ~24k (complete games) are kept, in about 33 s
+    with the ``tiny`` model in 2 worker processes on the 2-core development machine.
     """
 
-    num_games: int = 256
+    num_games: int = 512
     """Game slots played in parallel (the search batch size)."""
     sims: int = 32
     """MCTS simulations per move."""
@@ -91,7 +90,7 @@ class SelfPlayConfig:
     temp_cutoff: int = 10
     """Plies of each game (counted from its first move) whose move is sampled from the
     visit distribution with temperature 1; later plies play the most visited column."""
-    random_opening_plies: int = 0
+    random_opening_plies: int = 4
     """The first plies of each game play a uniformly random legal move (still searched
     and recorded with their visit targets): exploration of openings self-play would
     not choose, like the random openings of the evaluation set."""
@@ -304,9 +303,9 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
     }
     bar = None
     if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=G * T, unit="step", unit_scale=True, desc=f"self-play gen {generation}")
+        bar = progress_bar(
+            total=G * T, unit="step", unit_scale=True, desc=f"self-play gen {generation}"
+        )
     start = time.perf_counter()
     for t in range(T):
         u = slot_uniforms(keys, t, num_noise + 2)  # (G, num_noise + 2)
@@ -391,91 +390,3 @@ def merge_shards(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
         return _empty_table()
     out = pd.concat(list(tables), ignore_index=True)
     return out.sort_values(["game", "ply"], kind="stable", ignore_index=True)
-
-
-# ---------------------------------------------------------------------------
-# Local worker processes (the ``local`` executor's use of every core)
-# ---------------------------------------------------------------------------
-
-
-def _play_shard(
-    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, queue
-):
-    from .models import build_model
-
-    model = build_model(ckpt["config"])
-    model.load_state_dict(ckpt["state_dict"])
-    report = None
-    if queue is not None:
-        slots = len(shard_slots(config.num_games, shard, shards))
-
-        def report(done: int, total: int) -> None:  # env steps of this shard's slots
-            queue.put(slots)
-
-    return self_play(
-        config,
-        model=model.eval(),
-        generation=generation,
-        shard_index=shard,
-        num_shards=shards,
-        num_threads=threads,
-        progress=report or False,
-    )
-
-
-def local_self_play(
-    config: SelfPlayConfig,
-    model: torch.nn.Module,
-    *,
-    workers: int,
-    generation: int = 0,
-    num_threads: int | None = DEFAULT_NUM_THREADS,
-    progress: bool = False,
-) -> pd.DataFrame:
-    """One generation split into ``workers`` shards on CPU worker processes of this machine.
-
-    The same table as ``self_play(config, model=model, generation=generation)``
-    (see the module docstring on sharding); ``workers=1`` plays in this process.
-    With ``progress`` a tqdm bar counts the env steps of all workers together.
-    """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    workers = min(workers, config.num_games)
-    if workers == 1:
-        return self_play(
-            config, model=model, generation=generation, progress=progress, num_threads=num_threads
-        )
-    import queue as queue_module
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from multiprocessing import get_context
-
-    from .checkpoint import checkpoint_dict
-
-    ctx = get_context("spawn")  # spawn: no forked copies of torch's thread pools
-    ckpt = checkpoint_dict(model)
-    tables: list[pd.DataFrame | None] = [None] * workers
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        steps = manager.Queue() if progress else None
-        futures = {
-            pool.submit(_play_shard, ckpt, config, generation, i, workers, num_threads, steps): i
-            for i in range(workers)
-        }
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            total = config.num_games * config.moves_per_gen
-            bar = tqdm(total=total, desc=f"self-play ({workers} processes)", unit="step")
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in done:
-                tables[futures[fut]] = fut.result()
-            while bar is not None:
-                try:
-                    bar.update(steps.get_nowait())
-                except queue_module.Empty:
-                    break
-        if bar is not None:
-            bar.close()
-    return merge_shards(tables)

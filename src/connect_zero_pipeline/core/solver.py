@@ -88,7 +88,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import torch
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
@@ -101,13 +100,9 @@ from .bitboard import (
     HEIGHT,
     NUM_CELLS,
     WIDTH,
-    State,
     alignment,
-    legal_mask,
+    four_in_a_row,
     moves_to_bitboards,
-    random_legal_actions,
-    threat_moves,
-    winning_moves,
 )
 
 logger = logging.getLogger(__name__)
@@ -427,15 +422,6 @@ def _analyze_batch(positions, masks, max_nodes, tt, shift, frames, scores, ok, n
 # ---------------------------------------------------------------------------
 
 
-def _has_won_np(stones: np.ndarray) -> np.ndarray:
-    """``[N] bool``: four in a row in each ``int64`` bitboard of ``stones [N]``."""
-    won = np.zeros(stones.shape, dtype=bool)
-    for s in (1, H1, H1 - 1, H1 + 1):
-        m = stones & (stones >> s)
-        won |= (m & (m >> (2 * s))) != 0
-    return won
-
-
 def _check_batch(positions, masks) -> tuple[np.ndarray, np.ndarray]:
     """Validate ``[N]`` bitboards; returns contiguous ``int64 [N]`` copies (views if possible).
 
@@ -465,7 +451,7 @@ def _check_batch(positions, masks) -> tuple[np.ndarray, np.ndarray]:
             f"position {i} is not a legal position: {int(own[i])} stones for the side to move "
             f"and {int(total[i] - own[i])} for the opponent"
         )
-    finished = _has_won_np(pos ^ msk) | (msk == BOARD_MASK)
+    finished = four_in_a_row(pos ^ msk) | (msk == BOARD_MASK)
     if finished.any():
         i = int(np.flatnonzero(finished)[0])
         raise ValueError(f"position {i} is finished (won or full board): nothing to solve")
@@ -674,75 +660,3 @@ def solve_batch(positions, masks, weak: bool = False, max_nodes: int = 0):
 def analyze_batch(positions, masks, max_nodes: int = 0):
     """:meth:`Solver.analyze_batch` on the module-level solver."""
     return default_solver().analyze_batch(positions, masks, max_nodes=max_nodes)
-
-
-class SolverPlayer:
-    """Perfect player (the :class:`~.players.Player` protocol), batched over games.
-
-    Every game is analysed with :meth:`Solver.analyze_batch`; the player picks
-    uniformly among the moves with the best score. With probability
-    ``epsilon`` a game instead gets a uniformly random legal move (and is not
-    analysed). All random draws come from the ``generator`` passed to
-    :meth:`act`, so a seeded generator repeats the same games.
-
-    Cost: analysing a position solves each of its children. Without an
-    opening book that takes seconds around ply 8 and minutes to hours closer
-    to the empty board, so play from the opening needs ``max_nodes``.
-
-    Args:
-        epsilon: probability of a random move, in ``[0, 1]``.
-        max_nodes: node budget per position (0 = none). A game whose analysis
-            exceeds it falls back to a shallow rule: win at once if possible,
-            else block an immediate threat, else a uniformly random legal
-            move. ``num_fallbacks`` counts those moves.
-        solver: the :class:`Solver` to use (default: the module-level one).
-    """
-
-    def __init__(self, epsilon: float = 0.0, max_nodes: int = 0, solver: Solver | None = None):
-        if not 0.0 <= float(epsilon) <= 1.0:
-            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
-        if int(max_nodes) < 0:
-            raise ValueError(f"max_nodes must be >= 0, got {max_nodes!r}")
-        self.epsilon = float(epsilon)
-        self.max_nodes = int(max_nodes)
-        self.solver = solver
-        self.num_fallbacks = 0
-
-    def scores(self, state: State) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[B, 7] int16`` move scores (``FULL_COLUMN`` for full columns) and ``[B] bool`` ok."""
-        solver = self.solver or default_solver()
-        pos = state.position.detach().cpu().numpy()  # (B,)
-        mask = state.mask.detach().cpu().numpy()  # (B,)
-        scores, ok, _ = solver.analyze_batch(pos, mask, max_nodes=self.max_nodes)
-        return torch.from_numpy(scores.astype(np.int16)), torch.from_numpy(ok)
-
-    def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``[B] int64`` 0-based columns: an optimal move per game (see the class docstring)."""
-        device = state.device
-        num_games = state.batch_size
-        noise = torch.rand((num_games, WIDTH), generator=generator, device=device)  # (B, 7)
-        explore = torch.rand(num_games, generator=generator, device=device) < self.epsilon  # (B,)
-        random_moves = random_legal_actions(state, generator)  # (B,)
-        actions = random_moves.clone()
-        solve = (~explore).nonzero().squeeze(1)  # (S,) games to analyse
-        if solve.numel() == 0:
-            return actions
-        sub = state.take(solve)
-        scores, ok = self.scores(sub)  # (S, 7), (S,)
-        scores, ok = scores.to(device), ok.to(device)
-        best = scores.max(1, keepdim=True).values  # (S, 1); full columns (-128) never win
-        choice = scores == best  # (S, 7)
-        if not bool(ok.all()):
-            # Over budget: win now, else block, else any legal move.
-            wins, blocks, legal = winning_moves(sub), threat_moves(sub), legal_mask(sub)
-            shallow = torch.where(
-                wins.any(1, keepdim=True),
-                wins,
-                torch.where(blocks.any(1, keepdim=True), blocks, legal),
-            )
-            choice = torch.where(ok.unsqueeze(1), choice, shallow)
-            self.num_fallbacks += int((~ok).sum())
-        # Uniform among the chosen columns: the largest noise among them wins.
-        pick = torch.where(choice, noise[solve], torch.full_like(noise[solve], -1.0)).argmax(1)
-        actions[solve] = pick
-        return actions

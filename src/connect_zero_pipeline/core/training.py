@@ -34,6 +34,7 @@ from torch import nn
 
 from .bitboard import State, to_boards
 from .config import check, torch_threads
+from .progress import progress_bar as _bar
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +53,11 @@ class TrainConfig:
 
     batch_size: int = 256
     """Minibatch size."""
-    samples_per_position: float = 4.0
+    samples_per_position: float = 2.0
     """Training samples drawn per position of the newest generation (a mirrored copy counts
     as a position): a generation trains ``samples_per_position * new rows / batch_size``
     steps on minibatches from the whole window, so its cost does not grow with the window."""
-    lr: float = 2e-3
+    lr: float = 3e-3
     """Peak learning rate, at the start of the run."""
     lr_min: float = 1e-4
     """Learning rate at the end of the run (cosine schedule over all generations)."""
@@ -70,7 +71,7 @@ class TrainConfig:
     """Replay window: train on the last this-many generations of self-play."""
     mirror: bool = True
     """Add the left-right mirror of every position at load time."""
-    root_value_weight: float = 0.0
+    root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
     max_loss: float = 50.0
     """Stop with an error when a minibatch loss exceeds this (or is not finite)."""
@@ -197,7 +198,7 @@ def train_model(
         num_steps: optimiser steps; minibatches walk through shuffled passes of the data.
         progress: the span of the whole run this call covers, for the cosine schedule.
         seed: shuffling seed (default ``config.seed``).
-        progress_bar: show a tqdm bar.
+        progress_bar: show a progress bar (:mod:`connect_zero_pipeline.core.progress`).
 
     Returns:
         The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
@@ -233,9 +234,7 @@ def train_model(
     window = torch.zeros(check_every, device=device)
     steps = range(num_steps)
     if progress_bar:
-        from tqdm.auto import tqdm
-
-        steps = tqdm(steps, desc="train", unit="step", leave=False)
+        steps = _bar(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
     perm = torch.randperm(n, generator=gen).to(device)
     with torch_threads(config.num_threads):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from connect_zero_pipeline.core.mcts import model_evaluate_fn
+from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
 from connect_zero_pipeline.pipelines.train.nodes import train_generation
@@ -14,7 +14,7 @@ from connect_zero_pipeline.pipelines.train.nodes import train_generation
 def test_a_window_without_finished_games_names_the_setting():
     model = build_model({"arch": "mlp", "hidden": [8]})
     games = self_play(
-        SelfPlayConfig(num_games=2, sims=2, moves_per_gen=3), model_evaluate_fn(model)
+        SelfPlayConfig(num_games=2, sims=2, moves_per_gen=3), torch_evaluate_fn(model)
     )
     assert games.empty  # 3 plies finish no game: every row is dropped
     assert isinstance(games, pd.DataFrame)

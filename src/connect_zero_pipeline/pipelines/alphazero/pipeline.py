@@ -1,6 +1,6 @@
 """``alphazero``: init_model, N generations of self_play -> train -> evaluate, then export.
 
-The loop is unrolled at registry time (design §5). Generation ``k`` lives in
+The loop is unrolled at registry time (``docs/architecture.md``, "The generation loop"). Generation ``k`` lives in
 the namespace ``gen_{k:03d}``:
 
 - ``gen_k.self_play``: ``gen_{k-1}.model`` -> ``gen_k.games``, ``gen_k.selfplay_metrics``
@@ -17,21 +17,16 @@ parity gate, play page).
 
 from __future__ import annotations
 
-from functools import partial, update_wrapper
-
 from kedro.pipeline import Node, Pipeline
 
+from ...naming import generation_name
 from ..evaluate.nodes import evaluate_generation
 from ..export.pipeline import create_pipeline as create_export
 from ..selfplay.nodes import generate_games, init_model
+from ..structure import bind
 from ..train.nodes import train_generation
 from .report import plot_learning_curves
-from .structure import generation_name, structure
-
-
-def _bind(func, **kwargs):
-    """``partial`` that keeps the function's name and docs (for kedro-viz)."""
-    return update_wrapper(partial(func, **kwargs), func)
+from .structure import structure
 
 
 def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipeline:
@@ -47,21 +42,21 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
     template = Pipeline(
         [
             Node(
-                _bind(generate_games, generation=k),
+                bind(generate_games, generation=k),
                 inputs=["previous_model", "params:selfplay"],
                 outputs=["games", "selfplay_metrics"],
                 name="self_play",
                 tags=["selfplay"],
             ),
             Node(
-                _bind(train_generation, generation=k, num_generations=num_generations),
+                bind(train_generation, generation=k, num_generations=num_generations),
                 inputs=["previous_model", "params:train", *window],
                 outputs=["candidate", "train_metrics"],
                 name="train",
                 tags=["train"],
             ),
             Node(
-                _bind(evaluate_generation, generation=k),
+                bind(evaluate_generation, generation=k),
                 inputs=["candidate", "previous_model", "pons_positions", "params:evaluate"],
                 outputs=["model", "eval_metrics"],
                 name="evaluate",

@@ -1,72 +1,38 @@
-"""The parameters that shape the unrolled AlphaZero DAG.
+"""The shape of the unrolled AlphaZero DAG: ``alphazero.num_generations`` and the replay window.
 
-Kedro pipelines are DAGs, so the generation loop is unrolled when the
-pipeline registry is built, and two parameters fix its shape:
-``alphazero.num_generations`` and ``train.buffer_gens`` (the replay window).
-
-They are read from the run's configuration: :class:`RegistryParamsHook`
-stashes the merged parameters of the session (base + env + ``--params``) as
-soon as the context exists, before Kedro builds the pipelines. Outside a
-session (``kedro registry``, kedro-viz without hooks, plain imports), the
-project's ``conf/`` is read directly.
+The loop is unrolled when the registry builds the pipelines (see
+:mod:`..structure`): ``num_generations`` generations, each training on the
+last ``train.buffer_gens`` generations of games (a field of
+:class:`~connect_zero_pipeline.core.training.TrainConfig`).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
-from kedro.framework.hooks import hook_impl
-
-_STASH: dict[str, Any] = {}
+from ...core.config import check
+from ..structure import section
 
 
-class RegistryParamsHook:
-    """Stash the session's parameters for :func:`structure` (runs before pipelines are built)."""
+@dataclass(frozen=True)
+class AlphaZeroConfig:
+    """The AlphaZero loop (section ``alphazero``)."""
 
-    @hook_impl(tryfirst=True)
-    def after_context_created(self, context) -> None:
-        # config_loader["parameters"] already merges the env and runtime --params.
-        _STASH.clear()
-        _STASH.update(context.config_loader["parameters"])
+    num_generations: int = 20
+    """Generations of self-play -> train -> evaluate (structural: unrolled into the DAG)."""
 
-
-def _load_from_conf() -> dict[str, Any]:
-    from kedro.config import OmegaConfigLoader
-
-    root = Path.cwd()
-    while not (root / "conf" / "base").is_dir() and root != root.parent:
-        root = root.parent
-    if not (root / "conf" / "base").is_dir():
-        return {}
-    loader = OmegaConfigLoader(
-        conf_source=str(root / "conf"),
-        base_env="base",
-        default_run_env=os.environ.get("KEDRO_ENV", "local"),
-    )
-    return dict(loader["parameters"])
-
-
-def registry_params() -> dict[str, Any]:
-    """The run's merged parameters while the registry builds pipelines (or ``conf/`` outside a run)."""
-    return _STASH or _load_from_conf()
+    def __post_init__(self):
+        n = self.num_generations
+        check(
+            isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 999,
+            "num_generations",
+            n,
+            "an integer in [1, 999]",
+        )
 
 
 def structure() -> tuple[int, int]:
-    """``(num_generations, buffer_gens)`` for building the DAG, validated."""
-    params = registry_params()
-    num_generations = (params.get("alphazero") or {}).get("num_generations", 8)
-    buffer_gens = (params.get("train") or {}).get("buffer_gens", 4)
-    for key, value in (
-        ("alphazero.num_generations", num_generations),
-        ("train.buffer_gens", buffer_gens),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 999:
-            raise ValueError(f"{key} must be an integer in [1, 999], got {value!r}")
-    return num_generations, buffer_gens
-
-
-def generation_name(k: int) -> str:
-    """Namespace of generation ``k``: ``gen_001`` ... (``gen_000`` is the initial model)."""
-    return f"gen_{k:03d}"
+    """``(num_generations, buffer_gens)`` of the run being built, validated."""
+    (loop,) = section("alphazero")
+    (train,) = section("train")
+    return loop.num_generations, train.buffer_gens

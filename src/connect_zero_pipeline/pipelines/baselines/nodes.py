@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ...core.config import check, from_params, resolve_device
+from ...core.config import check, resolve_device
 from ...core.match import play_match
 from ...core.players import PLAYERS, make_player
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class BaselineMatchConfig:
 
 def play_baseline_match(params: dict) -> tuple[pd.DataFrame, dict]:
     """Play the configured match; return per-game results and MLflow metrics."""
-    cfg = from_params(BaselineMatchConfig, params, "baselines")
+    (cfg,) = parse_section("baselines", params)
     device = resolve_device(cfg.device)
     log.info("Playing %d games: %s vs %s on %s", cfg.num_games, cfg.player_a, cfg.player_b, device)
     result = play_match(

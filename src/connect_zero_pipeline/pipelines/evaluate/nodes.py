@@ -8,11 +8,12 @@ from dataclasses import dataclass
 import pandas as pd
 from torch import nn
 
-from ...core.config import check, from_params, resolve_device
-from ...core.evaluation import model_fn, solver_set_metrics, win_rates
-from ...core.inference import BACKENDS, make_evaluate_fn
+from ...core.config import check, mix_seed, resolve_device
+from ...core.evaluation import solver_set_metrics, win_rates
+from ...core.inference import BACKENDS, make_evaluate_fn, torch_evaluate_fn
 from ...core.mcts import MCTSConfig, MCTSPlayer
 from ...core.players import PolicyPlayer, RandomOpening, RandomPunisher
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,11 @@ def evaluate_generation(
     (win/draw/loss against RandomPunisher), ``previous.*`` (MCTS agents, new vs
     previous) and ``gate.accepted``.
     """
-    cfg = from_params(EvaluateConfig, params, "evaluate")
+    (cfg,) = parse_section("evaluate", params)
     device = resolve_device(cfg.device)
-    seed = cfg.seed * 1_000_003 + generation
+    seed = mix_seed(cfg.seed, generation)
     metrics: dict[str, float] = {}
-    for k, v in solver_set_metrics(model_fn(candidate, device), positions).items():
+    for k, v in solver_set_metrics(torch_evaluate_fn(candidate, device), positions).items():
         metrics[f"solver.{k}"] = v
     punisher = RandomPunisher()
     mcts_cfg = MCTSConfig(sims=cfg.mcts_sims)

@@ -9,8 +9,9 @@ import onnx
 from torch import nn
 
 from ... import web
-from ...core.config import check, from_params
+from ...core.config import check
 from ...core.export import MIN_OPSET, check_parity, export_onnx, onnx_info
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def export_onnx_model(
     model) and the parity metrics. Raises before returning, so nothing is
     written, when the gate fails or the play page could not be built.
     """
-    cfg = from_params(ExportConfig, params, "export")
+    (cfg,) = parse_section("export", params)
     web.ort_web_dist(cfg.ort_web_dir)  # the page node needs it: fail before writing anything
     data = export_onnx(model, cfg.opset)
     report = check_parity(model, data, cfg.parity_positions, cfg.parity_seed, cfg.parity_atol)
@@ -69,7 +70,7 @@ def export_onnx_model(
 
 def build_play_page(onnx_model: onnx.ModelProto, params: dict) -> dict[str, bytes]:
     """The offline play page's files: the web assets, onnxruntime-web and the model."""
-    cfg = from_params(ExportConfig, params, "export")
+    (cfg,) = parse_section("export", params)
     data = onnx_model.SerializeToString()
     files = web.page_files(data, onnx_info(data), cfg.ort_web_dir)
     log.info("Play page: %d files, %.1f MB", len(files), sum(map(len, files.values())) / 1e6)

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...core.config import check, from_params
+from ...core.config import check
+from ...core.evaluation import PLY_BUCKETS
 from ...core.labelling import (
+    SCORE_COLUMNS,
     Labeller,
     SolvedCache,
     collect_positions,
@@ -24,10 +26,10 @@ from ...core.labelling import (
     generate_games,
     labelled_table,
 )
+from ...executors import chunk_runner
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
-
-PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
 
 
 @dataclass(frozen=True)
@@ -80,20 +82,14 @@ class PonsConfig:
 @contextmanager
 def _labeller(cfg: PonsConfig):
     cache = SolvedCache(cfg.cache_dir)
-    run_chunks = None
-    if cfg.executor == "ray":
-        from ...core.scaleout import ray_chunk_runner
-
-        run_chunks = ray_chunk_runner(
-            cfg.ray_address, cfg.max_nodes, cfg.tt_log2, max_retries=cfg.max_retries
-        )
     labeller = Labeller(
         max_nodes=cfg.max_nodes,
-        workers=cfg.workers,
         cache=cache,
         chunk_size=cfg.chunk_size,
         tt_log2=cfg.tt_log2,
-        run_chunks=run_chunks,
+        run_chunks=chunk_runner(
+            cfg.executor, cfg.workers, ray_address=cfg.ray_address, max_retries=cfg.max_retries
+        ),
     )
     log.info("Solver cache %s: %d positions", cfg.cache_dir, len(cache))
     with labeller:
@@ -102,7 +98,7 @@ def _labeller(cfg: PonsConfig):
 
 def generate_pons_games(params: dict) -> pd.DataFrame:
     """Games from random openings and epsilon-greedy perfect play, as move strings."""
-    cfg = from_params(PonsConfig, params, "pons")
+    (cfg,) = parse_section("pons", params)
     start = time.perf_counter()
     with _labeller(cfg) as labeller:
         games = generate_games(
@@ -121,7 +117,7 @@ def generate_pons_games(params: dict) -> pd.DataFrame:
 
 def collect_pons_positions(games: pd.DataFrame, params: dict) -> pd.DataFrame:
     """Unique unfinished positions with ``ply >= min_ply``."""
-    cfg = from_params(PonsConfig, params, "pons")
+    (cfg,) = parse_section("pons", params)
     positions = collect_positions(games["moves"].tolist(), cfg.min_ply)
     log.info("Collected %d positions with ply >= %d", len(positions), cfg.min_ply)
     return positions
@@ -129,7 +125,7 @@ def collect_pons_positions(games: pd.DataFrame, params: dict) -> pd.DataFrame:
 
 def label_pons_positions(positions: pd.DataFrame, params: dict) -> tuple[pd.DataFrame, dict]:
     """Analyse every position (all 7 moves) within the budget; unsolved ones are dropped and counted."""
-    cfg = from_params(PonsConfig, params, "pons")
+    (cfg,) = parse_section("pons", params)
     start = time.perf_counter()
     with _labeller(cfg) as labeller:
         scores, ok, stats = labeller.label(
@@ -157,7 +153,7 @@ def label_pons_positions(positions: pd.DataFrame, params: dict) -> tuple[pd.Data
 
 
 def select_pons_positions(labelled: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """Decisive positions, one per mirror pair; the evaluation set (design §4 schema)."""
+    """Decisive positions, one per mirror pair; the evaluation set (schema in ``docs/architecture.md``)."""
     table = dedupe_decisive(labelled)
     table = table[
         [
@@ -165,7 +161,7 @@ def select_pons_positions(labelled: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
             "ply",
             "position",
             "mask",
-            *[f"score_{c}" for c in range(1, 8)],
+            *SCORE_COLUMNS,
             "best_score",
             "decisive",
         ]

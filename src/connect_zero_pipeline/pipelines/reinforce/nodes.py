@@ -7,16 +7,14 @@ import logging
 import pandas as pd
 from torch import nn
 
-from ...core.config import from_params, resolve_device, torch_threads
+from ...core.config import resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.reinforce import (
-    ReinforceConfig,
-    ReinforceEvalConfig,
     evaluate_policy,
     init_policy,
     train_chunk,
 )
-from ..params import split_params
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +25,8 @@ def init_reinforce_model(params: dict) -> tuple[nn.Module, dict]:
     ``params`` (``reinforce.model``): ``preset`` (``mlp``, ``tiny``, ...) or an
     architecture dict under ``arch``; ``seed`` for the initial weights.
     """
-    extra, rest = split_params(params, {"seed": 0, "preset": None, "arch": None}, "reinforce.model")
-    if rest:
-        raise ValueError(
-            f"unknown parameter(s) {sorted(rest)} in 'reinforce.model'; valid: preset, arch, seed"
-        )
-    if (extra["arch"] is None) == (extra["preset"] is None):
-        raise ValueError("parameters 'reinforce.model' need exactly one of 'preset' and 'arch'")
-    model = init_policy(extra["arch"] or extra["preset"], seed=int(extra["seed"]))
+    (spec,) = parse_section("reinforce.model", params)
+    model = init_policy(spec.config(), seed=spec.seed)
     log.info("REINFORCE: initialised %s, %d parameters", model.config, count_parameters(model))
     return model, {}
 
@@ -47,16 +39,15 @@ def train_reinforce_chunk(
     Returns the new model, the trainer state for the next chunk and the chunk's
     ``train`` metrics (see :func:`~connect_zero_pipeline.core.reinforce.train_chunk`).
     """
-    extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "reinforce.train")
-    cfg = from_params(ReinforceConfig, rest, "reinforce.train")
-    with torch_threads(extra["num_threads"]):
+    cfg, node = parse_section("reinforce.train", params)
+    with torch_threads(node.num_threads):
         trained, new_state, metrics = train_chunk(
             model,
             cfg,
             state,
             chunk=chunk,
             num_chunks=num_chunks,
-            device=resolve_device(extra["device"]),
+            device=resolve_device(node.device),
             progress_bar=True,
         )
     log.info(
@@ -69,10 +60,9 @@ def evaluate_reinforce_chunk(
     model: nn.Module, positions: pd.DataFrame, params: dict, chunk: int
 ) -> dict:
     """The chunk's ``eval`` metrics: ``solver.*``, ``punisher.policy.*``, ``distinct_games``, ..."""
-    extra, rest = split_params(params, {"device": "auto", "num_threads": 1}, "reinforce.evaluate")
-    cfg = from_params(ReinforceEvalConfig, rest, "reinforce.evaluate")
-    with torch_threads(extra["num_threads"]):
-        metrics = evaluate_policy(model, positions, cfg, resolve_device(extra["device"]))
+    cfg, node = parse_section("reinforce.evaluate", params)
+    with torch_threads(node.num_threads):
+        metrics = evaluate_policy(model, positions, cfg, resolve_device(node.device))
     log.info(
         "REINFORCE chunk %d: solver acc %.3f | vs RandomPunisher (greedy) %.3f | "
         "self-play: %d distinct games of %d, entropy %.3f",

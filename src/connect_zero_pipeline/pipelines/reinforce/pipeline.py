@@ -1,7 +1,7 @@
 """``reinforce``: init the policy, then N chunks of train -> evaluate, then the learning curves.
 
 The chunk loop is unrolled at registry time like the AlphaZero generations
-(design §5). Chunk ``k`` lives in the namespace ``rf_{k:03d}``:
+(``docs/architecture.md``). Chunk ``k`` lives in the namespace ``rf_{k:03d}``:
 
 - ``rf_000.init_model``: ``params:reinforce.model`` -> ``rf_000.model``, ``rf_000.trainer_state``
 - ``rf_k.train``: ``rf_{k-1}.model`` + ``rf_{k-1}.trainer_state`` (Adam moments,
@@ -15,33 +15,13 @@ the run's configuration (base, env and ``--params``) when the DAG is built.
 
 from __future__ import annotations
 
-from functools import partial, update_wrapper
-
 from kedro.pipeline import Node, Pipeline
 
-from ..alphazero.structure import registry_params
+from ...naming import chunk_name
+from ..structure import bind
 from .nodes import evaluate_reinforce_chunk, init_reinforce_model, train_reinforce_chunk
 from .report import plot_reinforce_curves
-
-DEFAULT_NUM_CHUNKS = 8
-
-
-def _bind(func, **kwargs):
-    """``partial`` that keeps the function's name and docs (for kedro-viz)."""
-    return update_wrapper(partial(func, **kwargs), func)
-
-
-def chunk_name(k: int) -> str:
-    """Namespace of chunk ``k``: ``rf_001`` ... (``rf_000`` is the initial policy)."""
-    return f"rf_{k:03d}"
-
-
-def num_chunks() -> int:
-    """``reinforce.num_chunks`` of the run being built, validated."""
-    value = (registry_params().get("reinforce") or {}).get("num_chunks", DEFAULT_NUM_CHUNKS)
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 999:
-        raise ValueError(f"reinforce.num_chunks must be an integer in [1, 999], got {value!r}")
-    return value
+from .structure import num_chunks
 
 
 def init_pipeline() -> Pipeline:
@@ -64,14 +44,14 @@ def chunk_pipeline(k: int, total: int) -> Pipeline:
     template = Pipeline(
         [
             Node(
-                _bind(train_reinforce_chunk, chunk=k, num_chunks=total),
+                bind(train_reinforce_chunk, chunk=k, num_chunks=total),
                 inputs=["previous_model", "previous_state", "params:reinforce.train"],
                 outputs=["model", "trainer_state", "train_metrics"],
                 name="train",
                 tags=["reinforce", "reinforce_train"],
             ),
             Node(
-                _bind(evaluate_reinforce_chunk, chunk=k),
+                bind(evaluate_reinforce_chunk, chunk=k),
                 inputs=["model", "pons_positions", "params:reinforce.evaluate"],
                 outputs="eval_metrics",
                 name="evaluate",
@@ -97,7 +77,7 @@ def report_pipeline(total: int) -> Pipeline:
     return Pipeline(
         [
             Node(
-                _bind(plot_reinforce_curves, num_chunks=total),
+                bind(plot_reinforce_curves, num_chunks=total),
                 inputs=[f"{c}.eval_metrics" for c in chunks]
                 + [f"{c}.train_metrics" for c in chunks],
                 outputs="reinforce_learning_curves",

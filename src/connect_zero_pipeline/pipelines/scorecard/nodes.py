@@ -6,34 +6,54 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ...core.config import from_params, resolve_device, torch_threads
+from ...core.config import check, resolve_device, torch_threads
 from ...core.models import count_parameters
-from ...core.scorecard import ScorecardConfig, scorecard
-from ..params import split_params
+from ...core.scorecard import scorecard
+from ...naming import ALGORITHMS, CHUNK, GENERATION
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
 
 # Partition ids of the versioned files below data/06_models and data/08_reporting, e.g.
 # "gen_008/model.pt/2026-01-01T00.00.00.000Z/model" or
 # "reinforce/rf_008/train_metrics.json/<version>/train_metrics" (the suffix is stripped).
-_MODEL_ID = re.compile(
-    r"^(?:.+/)?(?P<name>(?P<kind>gen|rf)_(?P<k>\d{3,}))/model\.pt/(?P<v>[^/]+)/model$"
-)
+_STEP = rf"(?P<name>(?P<kind>{GENERATION}|{CHUNK})_(?P<k>\d{{3,}}))"
+_MODEL_ID = re.compile(rf"^(?:.+/)?{_STEP}/model\.pt/(?P<v>[^/]+)/model$")
 _METRICS_ID = re.compile(
-    r"^(?:.+/)?(?P<name>(?P<kind>gen|rf)_(?P<k>\d{3,}))/(?P<stage>\w+)_metrics\.json/(?P<v>[^/]+)/"
-    r"(?P=stage)_metrics$"
+    rf"^(?:.+/)?{_STEP}/(?P<stage>\w+)_metrics\.json/(?P<v>[^/]+)/(?P=stage)_metrics$"
 )
-ALGORITHMS = {"rf": "reinforce", "gen": "alphazero"}
-RUN_HINT = {"rf": "kedro run --pipelines=reinforce", "gen": "kedro run --pipelines=alphazero"}
+_ROWS = [(kind, ALGORITHMS[kind]) for kind in (CHUNK, GENERATION)]  # the baseline's row first
+RUN_HINT = {kind: f"kedro run --pipelines={name}" for kind, name in ALGORITHMS.items()}
 # Training wall time: the metrics of each chunk / generation that measure it.
 WALL_TIME_KEYS = {
-    "rf": [("train", "seconds")],
-    "gen": [("selfplay", "seconds"), ("train", "train_seconds")],
+    CHUNK: [("train", "seconds")],
+    GENERATION: [("selfplay", "seconds"), ("train", "train_seconds")],
 }
+
+
+@dataclass(frozen=True)
+class ScorecardSelection:
+    """Which checkpoints the scorecard measures (section ``scorecard``)."""
+
+    reinforce: str | None = None
+    """A chunk like ``rf_004``; null: the highest ``rf_XXX`` on disk, latest version."""
+    alphazero: str | None = None
+    """A generation like ``gen_008``; null: the highest ``gen_XXX`` (XXX >= 1)."""
+
+    def __post_init__(self):
+        for kind, label in ALGORITHMS.items():
+            value = getattr(self, label)
+            check(
+                value is None or (isinstance(value, str) and value.startswith(f"{kind}_")),
+                label,
+                value,
+                f"null or a name like {kind}_004",
+            )
 
 
 def latest_checkpoint(
@@ -119,19 +139,14 @@ def build_scorecard(
     the direct matches and the training wall time; and the same numbers as
     ``scorecard.<algorithm>.<metric>`` MLflow metrics.
     """
-    extra, rest = split_params(
-        params,
-        {"reinforce": None, "alphazero": None, "device": "auto", "num_threads": 1},
-        "scorecard",
-    )
-    cfg = from_params(ScorecardConfig, rest, "scorecard")
-    device = resolve_device(extra["device"])
+    cfg, selection, node = parse_section("scorecard", params)
+    device = resolve_device(node.device)
     picked = {}
-    for kind, label in ALGORITHMS.items():
-        name, version, load = latest_checkpoint(model_files, kind, extra[label])
+    for kind, label in _ROWS:
+        name, version, load = latest_checkpoint(model_files, kind, getattr(selection, label))
         picked[label] = (name, version, load())
         log.info("scorecard: %s = %s (version %s)", label, name, version)
-    with torch_threads(extra["num_threads"]):
+    with torch_threads(node.num_threads):
         results = scorecard(
             ("reinforce", picked["reinforce"][2]),
             ("alphazero", picked["alphazero"][2]),
@@ -140,7 +155,7 @@ def build_scorecard(
             device,
         )
     rows, metrics = [], {}
-    for kind, label in ALGORITHMS.items():
+    for kind, label in _ROWS:
         name, version, model = picked[label]
         seconds = training_seconds(metric_files, kind, int(name.split("_")[1]), version)
         row = {

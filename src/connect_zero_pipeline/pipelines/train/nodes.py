@@ -7,8 +7,9 @@ import logging
 import pandas as pd
 from torch import nn
 
-from ...core.config import from_params, resolve_device
-from ...core.training import TrainConfig, games_to_tensors, train_model, train_steps
+from ...core.config import mix_seed, resolve_device
+from ...core.training import games_to_tensors, train_model, train_steps
+from ..params import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,7 @@ def train_generation(
     generation's size (``samples_per_position``); the cosine learning-rate
     schedule spans the whole run.
     """
-    cfg = from_params(TrainConfig, params, "train")
+    (cfg,) = parse_section("train", params)
     boards, pi, z = games_to_tensors(
         games, mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
     )
@@ -49,7 +50,7 @@ def train_generation(
         num_steps=train_steps(cfg, new_rows),
         progress=progress,
         device=resolve_device(cfg.device),
-        seed=cfg.seed * 1_000_003 + generation,
+        seed=mix_seed(cfg.seed, generation),
         progress_bar=True,
     )
     trained.meta = {"generation": generation}

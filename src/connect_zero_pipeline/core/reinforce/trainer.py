@@ -1,34 +1,4 @@
-"""REINFORCE with an entropy bonus: the policy-gradient baseline of the Connect-Zero series.
-
-One training *batch* is ``games_per_batch`` complete games between the learner
-and an opponent, played together on the batched engine; then one gradient step.
-
-- **Self-play.** The learner samples from its masked softmax (temperature 1).
-  Colours alternate: the learner moves first in even-numbered games. Only the
-  learner's own moves are trained on, also against a frozen copy of itself
-  (the Connect-Zero setup: the copy's moves come from older weights, so they
-  are off-policy for the learner).
-- **Returns.** The outcome for the mover (+1 win, 0 draw, -1 loss), discounted
-  by the *mover's own* remaining moves: a move followed by ``m`` more moves of
-  the same player gets ``gamma ** m * outcome``, so both players' last moves
-  get the full outcome. ``gamma = 1`` (default) is plain Monte Carlo.
-- **Loss** over the ``N`` learner moves of a batch::
-
-      loss = -mean(advantage * log pi(move)) - beta * mean(H(pi)) [+ value_coef * MSE(value, return)]
-
-  ``pi`` is the softmax over the legal columns only, ``H`` its entropy.
-  ``advantage = return - baseline`` with ``baseline`` one of ``none`` (0),
-  ``mean`` (a running mean of the returns) or ``value`` (the model's value
-  head, detached, itself trained towards the returns with the MSE term).
-- **Opponent.** ``self``: a frozen copy of the learner, refreshed when the
-  learner wins at least ``swap_threshold`` of its last ``swap_window``
-  training games against it (:class:`SwapRule`). Or ``random_punisher`` /
-  ``random`` (fixed baseline players).
-- **Entropy bonus** ``beta`` anneals linearly to ``beta_final`` over the run.
-
-Training runs in *chunks* of ``batches_per_chunk`` batches; a chunk returns the
-new model and a trainer state (optimiser, frozen opponent, swap window, running
-mean, step) from which the next chunk resumes exactly.
+"""REINFORCE training in resumable chunks, the opponent's swap rule, and the evaluation.
 
 Shapes: G games, N recorded learner moves, A = 7 columns.
 """
@@ -45,18 +15,20 @@ from typing import Any
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .bitboard import NUM_CELLS, WIDTH
-from .config import check
-from .evaluation import model_fn, solver_set_metrics, win_rates
-from .match import MatchResult, play_match
-from .models import build_model
-from .players import Player, PolicyPlayer, RandomPlayer, RandomPunisher, masked_logits
-from .training import TrainingDivergedError
+from ..config import check, mix_seed
+from ..evaluation import solver_set_metrics, win_rates
+from ..inference import torch_evaluate_fn
+from ..models import build_model
+from ..players import Player, PolicyPlayer, RandomPlayer, RandomPunisher
+from ..progress import progress_bar as _bar
+from ..training import TrainingDivergedError
+from .loss import beta_at, reinforce_loss
+from .rollout import play_rollout, selfplay_diversity
 
 log = logging.getLogger(__name__)
+
 
 STATE_FORMAT = "connect-zero-reinforce-state/1"
 OPPONENTS = ("self", "random_punisher", "random")
@@ -121,97 +93,6 @@ class ReinforceConfig:
 
 
 # ---------------------------------------------------------------------------
-# Returns, loss, schedule
-# ---------------------------------------------------------------------------
-
-
-def discounted_returns(
-    outcome: torch.Tensor, ply: torch.Tensor, length: torch.Tensor, gamma: float
-) -> torch.Tensor:
-    """Discounted return of each recorded move.
-
-    Args:
-        outcome: ``[N] float32`` final result for the mover (+1 / 0 / -1).
-        ply: ``[N] int64`` ply of the move (0 = the game's first move).
-        length: ``[N]`` length in plies of the move's game.
-        gamma: discount per remaining move of the same player.
-
-    Returns:
-        ``[N] float32``: ``gamma ** m * outcome`` with ``m = (length - 1 - ply) // 2``,
-        the number of moves the mover still makes after this one.
-    """
-    remaining = torch.div(length.long() - 1 - ply.long(), 2, rounding_mode="floor")  # (N,)
-    if bool((remaining < 0).any()):
-        raise ValueError("a move's ply is not before the end of its game")
-    return outcome.float() * torch.pow(torch.tensor(float(gamma)), remaining.float())
-
-
-def masked_entropy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """``[N]`` entropy (nats) of the softmax over the legal columns of ``logits [N, 7]``."""
-    logp = F.log_softmax(masked_logits(logits, legal), dim=1)  # (N, 7), -inf where illegal
-    # Zero the illegal entries before the product: 0 * -inf would be NaN (also in backward).
-    logp = logp.masked_fill(~legal, 0.0)
-    return -(logp.exp() * logp).sum(1)
-
-
-@dataclass(frozen=True)
-class ReinforceLoss:
-    """Scalars of one batch: ``loss = policy_loss - beta * entropy + value_coef * value_loss``."""
-
-    loss: torch.Tensor
-    policy_loss: torch.Tensor  # -mean(advantage * log pi(move))
-    entropy: torch.Tensor  # mean masked-softmax entropy over the batch
-    value_loss: torch.Tensor  # MSE(value, returns), 0 without a value baseline
-
-
-def reinforce_loss(
-    logits: torch.Tensor,
-    legal: torch.Tensor,
-    moves: torch.Tensor,
-    advantages: torch.Tensor,
-    beta: float,
-    value: torch.Tensor | None = None,
-    returns: torch.Tensor | None = None,
-    value_coef: float = 0.0,
-) -> ReinforceLoss:
-    """The REINFORCE loss with an entropy bonus (and an optional value-head MSE).
-
-    Args:
-        logits: ``[N, 7]`` raw policy logits (illegal columns are masked here).
-        legal: ``[N, 7] bool``.
-        moves: ``[N] int64`` columns played (legal).
-        advantages: ``[N] float32``, treated as constants (no gradient flows into them).
-        beta: entropy bonus weight; the bonus *lowers* the loss of spread-out policies.
-        value, returns: ``[N]`` value predictions and their targets, for the MSE term.
-        value_coef: weight of the MSE term.
-
-    Returns:
-        :class:`ReinforceLoss`.
-    """
-    n = logits.shape[0]
-    assert logits.shape == (n, WIDTH) and legal.shape == (n, WIDTH), (logits.shape, legal.shape)
-    assert moves.shape == (n,) and advantages.shape == (n,), (moves.shape, advantages.shape)
-    logp = F.log_softmax(masked_logits(logits, legal), dim=1)  # (N, 7)
-    logp_move = logp.gather(1, moves.long()[:, None]).squeeze(1)  # (N,)
-    policy_loss = -(advantages.detach() * logp_move).mean()
-    entropy = masked_entropy(logits, legal).mean()
-    if value is not None and returns is not None and value_coef > 0:
-        value_loss = F.mse_loss(value, returns)
-    else:
-        value_loss = torch.zeros((), device=logits.device)
-    loss = policy_loss - beta * entropy + value_coef * value_loss
-    return ReinforceLoss(loss, policy_loss, entropy, value_loss)
-
-
-def beta_at(progress: float, beta: float, beta_final: float | None) -> float:
-    """Entropy weight at run ``progress`` in [0, 1]: linear from ``beta`` to ``beta_final``."""
-    if beta_final is None:
-        return beta
-    progress = min(max(progress, 0.0), 1.0)
-    return beta + (beta_final - beta) * progress
-
-
-# ---------------------------------------------------------------------------
 # The frozen opponent's swap rule
 # ---------------------------------------------------------------------------
 
@@ -265,94 +146,6 @@ class SwapRule:
 
 
 # ---------------------------------------------------------------------------
-# Self-play
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rollout:
-    """A batch of games; per-move tensors hold the learner's moves only, ply-major."""
-
-    boards: torch.Tensor  # [N, 6, 7] int8, from the learner's view
-    legal: torch.Tensor  # [N, 7] bool
-    moves: torch.Tensor  # [N] int64
-    returns: torch.Tensor  # [N] float32, discounted (see discounted_returns)
-    outcome: torch.Tensor  # [N] float32, the learner's final result in the move's game
-    game: torch.Tensor  # [N] int64
-    ply: torch.Tensor  # [N] int64, ply of the move in its game (0 = first move)
-    result: torch.Tensor  # [G] int8, the learner's result per game (+1 / 0 / -1)
-    length: torch.Tensor  # [G] int16, plies per game
-
-
-def play_rollout(
-    learner: nn.Module,
-    opponent: Player,
-    num_games: int,
-    seed: int,
-    gamma: float = 1.0,
-    device: torch.device | str = "cpu",
-) -> Rollout:
-    """Play ``num_games`` games of the sampling ``learner`` against ``opponent``.
-
-    The learner moves first in even-numbered games. Returns the learner's moves
-    with their discounted returns (:class:`Rollout`).
-    """
-    match = play_match(
-        PolicyPlayer(learner, temperature=1.0), opponent, num_games, seed, True, device
-    )
-    mine = match.mover_is_a  # (N_all,)
-    boards = match.states[mine]  # (N, 6, 7)
-    game = match.game[mine]
-    outcome = match.returns[mine]
-    returns = discounted_returns(outcome, match.ply[mine], match.length[game], gamma)
-    return Rollout(
-        boards=boards,
-        legal=boards[:, 0, :] == 0,  # top row (row 0) empty <=> the column is playable
-        moves=match.moves[mine],
-        returns=returns,
-        outcome=outcome,
-        game=game,
-        ply=match.ply[mine],
-        result=match.result,
-        length=match.length,
-    )
-
-
-def distinct_games(match: MatchResult) -> int:
-    """Number of distinct move sequences among the games of a recorded match."""
-    if match.moves is None:
-        raise ValueError("distinct_games needs a match played with record=True")
-    seqs = torch.full((match.num_games, NUM_CELLS), -1, dtype=torch.int64)  # (G, 42)
-    seqs[match.game.cpu(), match.ply.cpu()] = match.moves.cpu()
-    return int(torch.unique(seqs, dim=0).shape[0])
-
-
-@torch.no_grad()
-def selfplay_diversity(
-    model: nn.Module, num_games: int = 200, seed: int = 0, device: torch.device | str = "cpu"
-) -> dict[str, float]:
-    """How varied the model's sampled self-play is: the policy-collapse detector.
-
-    Plays ``num_games`` games of the model against itself, both sides sampling
-    from the masked softmax. Returns ``distinct_games`` (distinct move
-    sequences), ``distinct_fraction`` and ``policy_entropy`` (mean masked-softmax
-    entropy, nats, over every position played).
-    """
-    model = model.to(device).eval()
-    player = PolicyPlayer(model, temperature=1.0)
-    match = play_match(player, player, num_games, seed, record=True, device=device)
-    logits, _ = model(match.states)
-    entropy = masked_entropy(logits, match.states[:, 0, :] == 0)
-    distinct = distinct_games(match)
-    return {
-        "distinct_games": float(distinct),
-        "distinct_fraction": distinct / num_games,
-        "policy_entropy": float(entropy.mean()),
-        "selfplay_mean_length": float(match.length.double().mean()),
-    }
-
-
-# ---------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------
 
@@ -391,9 +184,9 @@ def train_chunk(
             ``{}`` for a fresh start): Adam moments, frozen opponent, swap window,
             running-mean baseline.
         chunk: 1-based chunk number; with ``num_chunks`` it places this chunk in
-            the run (beta schedule, per-batch seeds ``seed * 1_000_003 + step``).
+            the run (beta schedule, per-batch seeds ``mix_seed(seed, step)``).
         device: where games and training run.
-        progress_bar: show a tqdm bar.
+        progress_bar: show a progress bar (:mod:`connect_zero_pipeline.core.progress`).
 
     Returns:
         ``(model, state, metrics)``: the trained copy (eval mode, on CPU), the
@@ -454,9 +247,7 @@ def train_chunk(
     betas = []
     steps = range(config.batches_per_chunk)
     if progress_bar:
-        from tqdm.auto import tqdm
-
-        steps = tqdm(steps, desc=f"reinforce chunk {chunk}", unit="batch", leave=False)
+        steps = _bar(steps, desc=f"reinforce chunk {chunk}", unit="batch", leave=False)
     start = time.perf_counter()
     for i in steps:
         step = first_step + i
@@ -467,7 +258,7 @@ def train_chunk(
             net,
             opponent,
             config.games_per_batch,
-            seed=config.seed * 1_000_003 + step,
+            seed=mix_seed(config.seed, step),
             gamma=config.gamma,
             device=device,
         )
@@ -621,31 +412,10 @@ def evaluate_policy(
     model = model.to(device).eval()
     metrics: dict[str, float] = {}
     if positions is not None:
-        for k, v in solver_set_metrics(model_fn(model, device), positions).items():
+        for k, v in solver_set_metrics(torch_evaluate_fn(model, device), positions).items():
             metrics[f"solver.{k}"] = v
     greedy = PolicyPlayer(model, temperature=0.0)
     for k, v in win_rates(greedy, RandomPunisher(), config.num_games, config.seed, device).items():
         metrics[f"punisher.policy.{k}"] = v
     metrics.update(selfplay_diversity(model, config.diversity_games, config.seed + 1, device))
     return metrics
-
-
-__all__ = [
-    "BASELINES",
-    "OPPONENTS",
-    "ReinforceConfig",
-    "ReinforceEvalConfig",
-    "ReinforceLoss",
-    "Rollout",
-    "SwapRule",
-    "beta_at",
-    "discounted_returns",
-    "distinct_games",
-    "evaluate_policy",
-    "init_policy",
-    "masked_entropy",
-    "play_rollout",
-    "reinforce_loss",
-    "selfplay_diversity",
-    "train_chunk",
-]

@@ -35,7 +35,9 @@ from connect_zero_pipeline.core.labelling import (
     solve_chunk,
 )
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.scaleout import (
+from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+from connect_zero_pipeline.executors import ExecutorSettings, ray_cluster
+from connect_zero_pipeline.executors.ray import (
     RayClusterUnreachable,
     RayOptions,
     RaySelfPlayPool,
@@ -45,7 +47,7 @@ from connect_zero_pipeline.core.scaleout import (
     ray_chunk_runner,
     ray_self_play,
 )
-from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+from connect_zero_pipeline.pipelines.params import parse_section
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
 
@@ -229,7 +231,7 @@ def test_kedro_run_of_a_generation_on_ray_gives_the_local_table(ray_address, ked
 @pytest.fixture(scope="module")
 def late_positions():
     """~40 distinct late-game positions (cheap to solve exactly)."""
-    with Labeller(max_nodes=0, workers=1) as lab:
+    with Labeller(max_nodes=0) as lab:
         games = generate_games(14, lab, epsilon=0.5, opening_plies=(24, 28), seed=4)
     positions = collect_positions(games, min_ply=24)
     assert len(positions) >= 30
@@ -249,9 +251,9 @@ def test_labelling_on_ray_equals_local_and_the_cache_has_no_duplicates(
     # Ask for some positions twice: each is solved once and every copy gets its label.
     pos = np.concatenate([pos, pos[:10]])
     mask = np.concatenate([mask, mask[:10]])
-    with Labeller(max_nodes=0, workers=1, cache=SolvedCache(tmp_path / "local")) as lab:
+    with Labeller(max_nodes=0, cache=SolvedCache(tmp_path / "local")) as lab:
         expected, ok_local, _ = lab.label(pos, mask)
-    runner = ray_chunk_runner(ray_address, max_nodes=0, tt_log2=16)
+    runner = ray_chunk_runner(ray_address)
     cache = SolvedCache(tmp_path / "ray")
     with Labeller(max_nodes=0, chunk_size=8, cache=cache, tt_log2=16, run_chunks=runner) as lab:
         got, ok, stats = lab.label(pos, mask)
@@ -279,9 +281,9 @@ def test_a_solver_task_whose_worker_dies_is_retried(ray_address, late_positions,
 
     pos = late_positions["position"].to_numpy(np.uint64)[:24]
     mask = late_positions["mask"].to_numpy(np.uint64)[:24]
-    with Labeller(max_nodes=0, workers=1) as lab:
+    with Labeller(max_nodes=0) as lab:
         expected, _, _ = lab.label(pos, mask)
-    runner = ray_chunk_runner(ray_address, 0, 16, max_retries=2, _solve_fn=crash_once)
+    runner = ray_chunk_runner(ray_address, max_retries=2, _solve_fn=crash_once)
     with Labeller(max_nodes=0, chunk_size=6, tt_log2=16, run_chunks=runner) as lab:
         got, ok, stats = lab.label(pos, mask)
     assert marker.exists(), "the fault was not injected"
@@ -310,7 +312,7 @@ def test_an_unreachable_address_fails_fast_naming_it(address, tiny_model):
     with pytest.raises(RayClusterUnreachable, match=address):
         ray_self_play(TINY, tiny_model, options=RayOptions(address=address))
     with pytest.raises(RayClusterUnreachable, match=address):
-        ray_chunk_runner(address, 1000)
+        ray_chunk_runner(address)
     params = {"executor": "ray", "ray_address": address, "device": "cpu"}
     with pytest.raises(RayClusterUnreachable, match=address):
         selfplay_nodes.generate_games(tiny_model, params, 1)
@@ -352,12 +354,8 @@ def test_a_port_that_is_no_ray_head_fails_quickly(silent_server):
 def test_a_ray_client_address_without_the_client_extra_says_what_to_install(
     silent_server, monkeypatch
 ):
-    import ray._private.utils as ray_utils
-
     # The project's extra installs the client; pretend it is missing.
-    monkeypatch.setattr(
-        ray_utils, "get_ray_client_dependency_error", lambda: "No module named 'grpc'"
-    )
+    monkeypatch.setattr(ray_cluster, "_client_dependency_missing", lambda: "No module named 'grpc'")
     with pytest.raises(ImportError, match=r"ray\[client\]"):
         connect(f"ray://{silent_server}", timeout=0.5)
 
@@ -387,15 +385,15 @@ def test_auto_without_a_cluster_says_so(monkeypatch):
 )
 def test_bad_settings_name_the_key(settings, key, tiny_model):
     with pytest.raises(ValueError, match=key):
-        RayOptions.from_settings(settings, "selfplay")
+        parse_section("selfplay", settings)
     with pytest.raises(ValueError, match=key):  # and the node fails before any work
         selfplay_nodes.generate_games(tiny_model, {**settings, "device": "cpu"}, 1)
 
 
 def test_local_executor_needs_no_options_and_the_module_needs_no_ray():
-    assert RayOptions.from_settings({"executor": "local", "num_shards": 8}, "selfplay") is None
+    assert ExecutorSettings(executor="local", num_shards=8).executor == "local"
     code = (
-        "import sys, connect_zero_pipeline.core.scaleout, "
+        "import sys, connect_zero_pipeline.executors.ray, "
         "connect_zero_pipeline.pipelines.selfplay.nodes\n"
         "print('ray' in sys.modules)"
     )

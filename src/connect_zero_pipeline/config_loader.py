@@ -1,0 +1,35 @@
+"""How the project reads ``conf/``: one set of config-loader arguments for every reader.
+
+Kedro's ``OmegaConfigLoader`` replaces a whole top-level key when an env names
+it, unless asked to merge softly. Parameters here merge key by key: an env
+(``--env gpu``) overrides only the keys its files name, and the rest of the
+recipe in ``conf/base`` stays. ``settings.py`` hands these arguments to Kedro;
+:func:`load_parameters` reads the same configuration outside a session (the
+pipeline registry under kedro-viz, tests, notebooks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+CONFIG_LOADER_ARGS: dict[str, Any] = {
+    "base_env": "base",
+    "default_run_env": "local",
+    "config_patterns": {
+        "mlflow": ["mlflow*", "mlflow*/**"],
+    },
+    "merge_strategy": {"parameters": "soft"},
+}
+
+
+def load_parameters(
+    conf_source: str | Path, env: str | None = None, runtime_params: dict | None = None
+) -> dict[str, Any]:
+    """The merged parameters of ``conf_source`` (base, then ``env``, then ``runtime_params``)."""
+    from kedro.config import OmegaConfigLoader
+
+    loader = OmegaConfigLoader(
+        conf_source=str(conf_source), env=env, runtime_params=runtime_params, **CONFIG_LOADER_ARGS
+    )
+    return dict(loader["parameters"])

@@ -1,0 +1,148 @@
+"""The local executor: every core of this machine, through worker processes.
+
+- :func:`local_self_play` splits one generation's game slots into one shard per
+  worker process and merges the shard tables; it is the same table as playing
+  in one process (the slots' random streams are keyed by their global index,
+  see :mod:`connect_zero_pipeline.core.selfplay`).
+- :class:`ProcessChunkRunner` solves the labeller's chunks on a pool of
+  processes, each keeping its solver and transposition table between chunks.
+
+Processes are started with ``spawn`` (no forked copies of torch's thread
+pools), and the pool lives no longer than the call (self-play) or the
+labeller (solver chunks).
+"""
+
+from __future__ import annotations
+
+import queue as queue_module
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from multiprocessing import get_context
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core.checkpoint import checkpoint_dict, from_dict
+from ..core.labelling import init_worker_solver, solve_chunk
+from ..core.progress import progress_bar
+from ..core.selfplay import (
+    DEFAULT_NUM_THREADS,
+    SelfPlayConfig,
+    merge_shards,
+    self_play,
+    shard_slots,
+)
+
+
+def _play_shard(
+    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, steps
+):
+    """One shard in a worker process; reports its env steps to ``steps`` (a queue) if given."""
+    report = None
+    if steps is not None:
+        slots = len(shard_slots(config.num_games, shard, shards))
+
+        def report(done: int, total: int) -> None:  # env steps of this shard's slots
+            steps.put(slots)
+
+    return self_play(
+        config,
+        model=from_dict(ckpt, "self-play weights"),
+        generation=generation,
+        shard_index=shard,
+        num_shards=shards,
+        num_threads=threads,
+        progress=report or False,
+    )
+
+
+def local_self_play(
+    config: SelfPlayConfig,
+    model: torch.nn.Module,
+    *,
+    workers: int,
+    generation: int = 0,
+    num_threads: int | None = DEFAULT_NUM_THREADS,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """One generation split into ``workers`` shards on CPU worker processes of this machine.
+
+    The same table as ``self_play(config, model=model, generation=generation)``;
+    ``workers=1`` plays in this process. With ``progress`` one bar counts the
+    env steps of all workers together.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    workers = min(workers, config.num_games)
+    if workers == 1:
+        return self_play(
+            config, model=model, generation=generation, progress=progress, num_threads=num_threads
+        )
+    ctx = get_context("spawn")
+    ckpt = checkpoint_dict(model)
+    tables: list[pd.DataFrame | None] = [None] * workers
+    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        steps = manager.Queue() if progress else None
+        futures = {
+            pool.submit(_play_shard, ckpt, config, generation, i, workers, num_threads, steps): i
+            for i in range(workers)
+        }
+        bar = None
+        if progress:
+            total = config.num_games * config.moves_per_gen
+            bar = progress_bar(total=total, desc=f"self-play ({workers} processes)", unit="step")
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                tables[futures[fut]] = fut.result()
+            while bar is not None:
+                try:
+                    bar.update(steps.get_nowait())
+                except queue_module.Empty:
+                    break
+        if bar is not None:
+            bar.close()
+    return merge_shards(tables)
+
+
+class ProcessChunkRunner:
+    """A :class:`~connect_zero_pipeline.core.labelling.Labeller` runner on ``workers`` processes.
+
+    Called as ``runner(chunks, max_nodes, tt_log2)``, it yields ``(chunk index,
+    solve_chunk result)`` as chunks finish. The pool starts on the first call
+    and stays for the next ones (each process keeps its solver's table);
+    :meth:`close` (the labeller's) stops it.
+    """
+
+    def __init__(self, workers: int):
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._tt_log2: int | None = None
+
+    def __call__(
+        self, chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, tt_log2: int
+    ) -> Iterator[tuple[int, tuple]]:
+        if self._pool is None or self._tt_log2 != tt_log2:
+            self.close()
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=get_context("spawn"),
+                initializer=init_worker_solver,
+                initargs=(tt_log2,),
+            )
+            self._tt_log2 = tt_log2
+        futures = {
+            self._pool.submit(solve_chunk, p, m, max_nodes, tt_log2): i
+            for i, (p, m) in enumerate(chunks)
+        }
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None

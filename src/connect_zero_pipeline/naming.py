@@ -1,0 +1,76 @@
+"""Names shared by the pipelines, the hooks and the commands: one place for each.
+
+Namespaces. The AlphaZero loop and the REINFORCE loop are unrolled into the
+DAG; step ``k`` of each lives in a namespace of its own:
+
+- ``gen_001``, ``gen_002``, ...: AlphaZero generations (``gen_000`` is the
+  initial network);
+- ``rf_001``, ``rf_002``, ...: REINFORCE chunks (``rf_000`` is the initial policy).
+
+Outputs. A namespace's metrics are the dict outputs whose name ends in
+``_metrics`` (``selfplay_metrics``, ``train_metrics``, ``eval_metrics``); in
+MLflow their keys take the stage as a prefix (``train.loss``), except the
+evaluation's, which are logged as they are (``solver.acc``). Its networks are
+the outputs named in :data:`MODEL_OUTPUTS`, and a pipeline's learning-curve
+figure ends in :data:`LEARNING_CURVES`.
+"""
+
+from __future__ import annotations
+
+import re
+
+GENERATION = "gen"
+"""Namespace prefix of AlphaZero generations."""
+CHUNK = "rf"
+"""Namespace prefix of REINFORCE chunks."""
+ALGORITHMS = {GENERATION: "alphazero", CHUNK: "reinforce"}
+"""Namespace prefix -> the pipeline that makes it."""
+
+NAMESPACE = re.compile(rf"^(?P<kind>{GENERATION}|{CHUNK})_(?P<k>\d{{3,}})$")
+"""A step namespace: ``gen_005`` or ``rf_012`` (group ``kind`` and number ``k``)."""
+
+METRICS_SUFFIX = "_metrics"
+"""Dict outputs logged as metrics: ``<stage>_metrics``."""
+UNPREFIXED_STAGES = ("eval",)
+"""Stages whose metric keys are logged without the stage prefix (``solver.acc``)."""
+MODEL_OUTPUTS = ("model", "candidate")
+"""Outputs of a step namespace that are networks (logged as MLflow artifacts)."""
+LEARNING_CURVES = "learning_curves"
+"""Suffix of a pipeline's learning-curve figure (``learning_curves``,
+``reinforce_learning_curves``)."""
+
+
+def step_name(kind: str, k: int) -> str:
+    """Namespace of step ``k`` of ``kind`` (``gen`` or ``rf``): ``gen_007``, ``rf_012``."""
+    if kind not in ALGORITHMS:
+        raise ValueError(f"kind must be one of {sorted(ALGORITHMS)}, got {kind!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"step number must be an integer >= 0, got {k!r}")
+    return f"{kind}_{k:03d}"
+
+
+def generation_name(k: int) -> str:
+    """Namespace of AlphaZero generation ``k``: ``gen_001`` ... (``gen_000``: the initial model)."""
+    return step_name(GENERATION, k)
+
+
+def chunk_name(k: int) -> str:
+    """Namespace of REINFORCE chunk ``k``: ``rf_001`` ... (``rf_000``: the initial policy)."""
+    return step_name(CHUNK, k)
+
+
+def parse_step(namespace: str | None) -> tuple[str, int] | None:
+    """``(kind, k)`` of a step namespace (``"gen_005" -> ("gen", 5)``), else None."""
+    m = NAMESPACE.match(namespace or "")
+    return (m["kind"], int(m["k"])) if m else None
+
+
+def stage_of(output: str) -> str | None:
+    """The stage of a metrics output (``gen_003.train_metrics -> "train"``), else None."""
+    local = output.rsplit(".", 1)[-1]
+    return local[: -len(METRICS_SUFFIX)] if local.endswith(METRICS_SUFFIX) else None
+
+
+def metric_name(stage: str, key: str) -> str:
+    """The MLflow metric name of ``key`` in a stage's metrics: ``train.loss``, ``solver.acc``."""
+    return key if stage in UNPREFIXED_STAGES else f"{stage}.{key}"

@@ -1,0 +1,57 @@
+"""The local executor: worker processes give the same tables as one process, and close."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.labelling import Labeller
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+from connect_zero_pipeline.executors.local import ProcessChunkRunner, local_self_play
+
+# Late-game positions: cheap to solve exactly.
+LATE_GAMES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]
+
+
+def _bitboards(moves):
+    pairs = [bb.moves_to_bitboards(m) for m in moves]
+    return (
+        np.array([p for p, _ in pairs], dtype=np.uint64),
+        np.array([m for _, m in pairs], dtype=np.uint64),
+    )
+
+
+def test_local_worker_processes_give_the_single_process_table():
+    torch.manual_seed(0)
+    model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+    cfg = SelfPlayConfig(num_games=6, sims=4, moves_per_gen=40, seed=3)
+    one = self_play(cfg, model=model, generation=2)
+    two = local_self_play(cfg, model, workers=2, generation=2)
+    assert len(one) > 0
+    same = [c for c in one.columns if c != "root_value"]
+    assert one[same].equals(two[same])
+    assert (one["root_value"] - two["root_value"]).abs().max() < 1e-5
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
+        local_self_play(cfg, model, workers=0)
+
+
+def test_local_pool_gives_the_same_labels_as_in_process(tmp_path):
+    pos, mask = _bitboards(LATE_GAMES)
+    with Labeller(max_nodes=0, chunk_size=1) as one:
+        a, _, _ = one.label(pos, mask)
+    with Labeller(max_nodes=0, chunk_size=1, run_chunks=ProcessChunkRunner(2)) as pool:
+        b, _, _ = pool.label(pos, mask)
+    assert np.array_equal(a, b)
+
+
+def test_the_labeller_closes_its_process_pool():
+    runner = ProcessChunkRunner(2)
+    with Labeller(max_nodes=0, run_chunks=runner) as lab:
+        lab.label(*_bitboards(LATE_GAMES))
+        assert runner._pool is not None
+    assert runner._pool is None
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
+        ProcessChunkRunner(0)

@@ -1,0 +1,141 @@
+"""Configuration: one default per key, envs that change only what they name, every config builds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+
+from connect_zero_pipeline.config_loader import load_parameters
+from connect_zero_pipeline.pipelines.params import (
+    parse_section,
+    schema,
+    section_defaults,
+    validate_params,
+)
+from tests.conftest import REPO
+
+CONF = REPO / "conf"
+ENVS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("base", "local"))
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in d.items():
+        if isinstance(value, dict) and not (prefix + key).endswith("arch"):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _env_file_params(env: str) -> dict:
+    merged: dict = {}
+    for path in sorted((CONF / env).glob("parameters*.yml")):
+        merged.update(yaml.safe_load(path.read_text()) or {})
+    return merged
+
+
+def test_every_env_is_tested():
+    assert {"gpu", "gpu_strong", "reinforce_strong"} <= set(ENVS)
+
+
+def _drift(conf) -> tuple[list[str], int]:
+    """Keys whose conf/base value differs from their dataclass default, and how many were compared."""
+    base = load_parameters(conf)
+    sections = schema()
+    problems, compared = [], 0
+    for section in sections:
+        node = base
+        for part in section.split("."):
+            node = node[part]
+        defaults = section_defaults(section)
+        for key, value in node.items():
+            if f"{section}.{key}" in sections:  # a subsection, compared on its own
+                continue
+            if key not in defaults:
+                problems.append(f"{section}.{key}: in conf/base, in no config")
+            elif value != defaults[key]:
+                problems.append(f"{section}.{key}: conf/base {value!r}, default {defaults[key]!r}")
+            compared += 1
+    return problems, compared
+
+
+def test_base_parameters_are_the_dataclass_defaults():
+    """One place for each default: conf/base repeats the dataclass defaults, never others."""
+    problems, compared = _drift(CONF)
+    assert problems == []
+    assert compared > 80  # every section's keys were compared
+
+
+def test_a_default_defined_twice_with_two_values_fails(tmp_path):
+    """The check above catches a drift between conf/base and a dataclass."""
+    import shutil
+
+    shutil.copytree(CONF / "base", tmp_path / "base")
+    (tmp_path / "local").mkdir()
+    path = tmp_path / "base" / "parameters_selfplay.yml"
+    text = path.read_text()
+    assert "random_opening_plies: 4" in text
+    path.write_text(text.replace("random_opening_plies: 4", "random_opening_plies: 0"))
+    problems, _ = _drift(tmp_path)
+    assert problems == ["selfplay.random_opening_plies: conf/base 0, default 4"]
+
+
+def test_base_builds_every_stage_config():
+    built = validate_params(load_parameters(CONF))
+    assert set(built) == set(schema())
+    for section, configs in built.items():
+        assert all(dataclasses.is_dataclass(c) for c in configs), section
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_an_env_changes_exactly_the_keys_its_file_names(env):
+    base = _flatten(load_parameters(CONF))
+    merged = _flatten(load_parameters(CONF, env))
+    named = _flatten(_env_file_params(env))
+    assert named, f"conf/{env} names no parameter"
+    changed = {k for k in set(base) | set(merged) if base.get(k) != merged.get(k)}
+    assert changed == set(named), f"conf/{env}: changed {sorted(changed)}, names {sorted(named)}"
+    for key, value in named.items():
+        assert merged[key] == value, key
+    assert set(merged) == set(base)  # nothing of the recipe is lost
+    validate_params(load_parameters(CONF, env))  # and every stage config builds from it
+
+
+def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
+    merged = load_parameters(CONF, "gpu")
+    assert merged["selfplay"]["random_opening_plies"] == 4
+    assert merged["train"]["root_value_weight"] == 0.5
+    assert merged["evaluate"]["num_games"] == 200
+    assert merged["selfplay"]["device"] == "cuda"
+
+
+@pytest.mark.parametrize(
+    ("section", "params", "message"),
+    [
+        ("selfplay", {"sims": 0}, r"selfplay\.sims must be an integer >= 1, got 0"),
+        (
+            "selfplay",
+            {"simz": 3},
+            r"unknown parameter 'selfplay\.simz'; did you mean 'selfplay\.sims'",
+        ),
+        ("selfplay", {"executor": "dask"}, r"selfplay\.executor must be 'local' or 'ray'"),
+        ("train", {"lr_min": 1.0}, r"train\.lr_min must be in \(0, lr=0\.003\]"),
+        ("model", {"preset": "huge"}, r"unknown model preset 'huge'"),
+        ("alphazero", {"num_generations": 0}, r"alphazero\.num_generations must be an integer"),
+        ("reinforce", {"num_chunks": 1000}, r"reinforce\.num_chunks must be an integer"),
+        ("scorecard", {"alphazero": "rf_001"}, r"scorecard\.alphazero must be null or a name"),
+    ],
+)
+def test_bad_values_name_their_key(section, params, message):
+    with pytest.raises(ValueError, match=message):
+        parse_section(section, params)
+
+
+def test_an_unknown_section_names_the_nearest():
+    params = load_parameters(CONF)
+    params["selfply"] = {"sims": 3}
+    with pytest.raises(ValueError, match=r"unknown parameter 'selfply'; did you mean 'selfplay'"):
+        validate_params(params)
