@@ -138,3 +138,16 @@ def unfinished_random_games(num: int, min_ply: int, max_ply: int, seed: int) -> 
         if len(moves) == target and not is_terminal(*moves_to_bitboards(moves)):
             out.append(moves)
     return out
+
+
+def bitboard_arrays(moves: list[str]):
+    """``(position, mask)`` uint64 arrays of Pons move strings."""
+    import numpy as np
+
+    from connect_zero_pipeline.core.bitboard import moves_to_bitboards
+
+    pairs = [moves_to_bitboards(m) for m in moves]
+    return (
+        np.array([p for p, _ in pairs], dtype=np.uint64),
+        np.array([m for _, m in pairs], dtype=np.uint64),
+    )

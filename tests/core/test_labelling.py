@@ -17,21 +17,14 @@ from connect_zero_pipeline.core.labelling import (
     labelled_table,
 )
 from connect_zero_pipeline.core.solver import analyze
+from tests.conftest import bitboard_arrays
 
 # Late-game positions: cheap to solve exactly.
 MOVES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]
 
 
-def _bitboards(moves):
-    pairs = [bb.moves_to_bitboards(m) for m in moves]
-    return (
-        np.array([p for p, _ in pairs], dtype=np.uint64),
-        np.array([m for _, m in pairs], dtype=np.uint64),
-    )
-
-
 def test_labels_match_the_solver_and_persist_across_runs(tmp_path):
-    pos, mask = _bitboards(MOVES)
+    pos, mask = bitboard_arrays(MOVES)
     with Labeller(max_nodes=0, cache=SolvedCache(tmp_path / "cache")) as lab:
         scores, ok, stats = lab.label(pos, mask)
     assert ok.all() and stats.solved == len(MOVES) and stats.cached == 0
@@ -47,7 +40,7 @@ def test_labels_match_the_solver_and_persist_across_runs(tmp_path):
 
 
 def test_duplicates_are_solved_once_and_all_copies_get_labels():
-    pos, mask = _bitboards([MOVES[0]] * 3 + [MOVES[1]])
+    pos, mask = bitboard_arrays([MOVES[0]] * 3 + [MOVES[1]])
     with Labeller(max_nodes=0) as lab:
         scores, ok, stats = lab.label(pos, mask)
     assert stats.solved == 2 and ok.all()
@@ -55,7 +48,9 @@ def test_duplicates_are_solved_once_and_all_copies_get_labels():
 
 
 def test_over_budget_positions_are_skipped_and_counted():
-    pos, mask = _bitboards(["4444", MOVES[0]])  # an early position needs far more than 50 nodes
+    pos, mask = bitboard_arrays(
+        ["4444", MOVES[0]]
+    )  # an early position needs far more than 50 nodes
     with Labeller(max_nodes=50) as lab:
         _, ok, stats = lab.label(pos, mask)
     assert ok.tolist() == [False, True]
@@ -67,7 +62,7 @@ def test_generated_games_are_legal_finished_and_follow_perfect_play():
         games = generate_games(6, lab, epsilon=0.0, opening_plies=(30, 30), seed=1)
     assert len(games) == 6
     for g in games:
-        position, mask = bb.moves_to_bitboards(g)  # raises on any illegal move
+        position, mask = bb.moves_tobitboard_arrays(g)  # raises on any illegal move
         assert bb.is_terminal(position, mask)
         # After the random opening every move is optimal (epsilon = 0).
         for ply in range(30, len(g)):

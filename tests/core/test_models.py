@@ -1,4 +1,4 @@
-"""Models: the protocol of design §3, presets, config round trips and bad configs."""
+"""Models: the protocol of docs/architecture.md §3, presets, config round trips and bad configs."""
 
 from __future__ import annotations
 

@@ -6,22 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from connect_zero_pipeline.core import bitboard as bb
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
 from connect_zero_pipeline.executors.local import ProcessChunkRunner, local_self_play
+from tests.conftest import bitboard_arrays
 
 # Late-game positions: cheap to solve exactly.
 LATE_GAMES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]
-
-
-def _bitboards(moves):
-    pairs = [bb.moves_to_bitboards(m) for m in moves]
-    return (
-        np.array([p for p, _ in pairs], dtype=np.uint64),
-        np.array([m for _, m in pairs], dtype=np.uint64),
-    )
 
 
 def test_local_worker_processes_give_the_single_process_table():
@@ -39,7 +31,7 @@ def test_local_worker_processes_give_the_single_process_table():
 
 
 def test_local_pool_gives_the_same_labels_as_in_process(tmp_path):
-    pos, mask = _bitboards(LATE_GAMES)
+    pos, mask = bitboard_arrays(LATE_GAMES)
     with Labeller(max_nodes=0, chunk_size=1) as one:
         a, _, _ = one.label(pos, mask)
     with Labeller(max_nodes=0, chunk_size=1, run_chunks=ProcessChunkRunner(2)) as pool:
@@ -50,7 +42,7 @@ def test_local_pool_gives_the_same_labels_as_in_process(tmp_path):
 def test_the_labeller_closes_its_process_pool():
     runner = ProcessChunkRunner(2)
     with Labeller(max_nodes=0, run_chunks=runner) as lab:
-        lab.label(*_bitboards(LATE_GAMES))
+        lab.label(*bitboard_arrays(LATE_GAMES))
         assert runner._pool is not None
     assert runner._pool is None
     with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):

@@ -54,6 +54,35 @@ def unknown_key_error(section: str, key: str, valid: list[str]) -> ValueError:
     )
 
 
+def is_int(value: Any) -> bool:
+    """An ``int`` that is not a ``bool``."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_loop_length(key: str, value: Any) -> None:
+    """A structural loop length (generations, chunks): an integer in [1, 999]."""
+    check(is_int(value) and 1 <= value <= 999, key, value, "an integer in [1, 999]")
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSettings:
+    """Where a stage runs; never what it computes (part of several parameter sections)."""
+
+    device: str = "auto"
+    """``auto`` (CUDA when available), ``cpu`` or ``cuda[:N]``."""
+    num_threads: int | None = 1
+    """torch CPU threads while the stage runs (1 is fastest on a shared 2-core CPU; null: torch's)."""
+
+    def __post_init__(self):
+        check(isinstance(self.device, str), "device", self.device, "'auto', 'cpu' or 'cuda[:N]'")
+        check(
+            self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
+            "num_threads",
+            self.num_threads,
+            "null or an integer >= 1",
+        )
+
+
 def check(condition: bool, key: str, value: Any, requirement: str) -> None:
     """Raise ``ValueError`` naming ``key`` and ``value`` unless ``condition`` holds."""
     if not condition:

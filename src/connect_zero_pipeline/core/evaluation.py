@@ -2,7 +2,7 @@
 
 Solver-set metrics, for a network alone (no search), on positions labelled
 with the exact score of every move (``score_1..score_7``, null for a full
-column, and ``best_score``; design §4). A move is *optimal* when its score
+column, and ``best_score``; docs/architecture.md §4). A move is *optimal* when its score
 equals ``best_score``.
 
 - ``acc``: the top legal move of the policy is optimal.

@@ -1,6 +1,6 @@
 """ONNX export of a Connect-4 model and its parity check against torch.
 
-The exported graph keeps the model protocol of design §3::
+The exported graph keeps the model protocol of docs/architecture.md §3::
 
     board int8 [B, 6, 7]  ->  logits float32 [B, 7], value float32 [B]
 

@@ -1,6 +1,6 @@
 """Networks for Connect-4: a fruit-fly MLP and a two-headed AlphaZero ResNet.
 
-Protocol (design §3)::
+Protocol (docs/architecture.md §3)::
 
     model(boards int8 [B, 6, 7]) -> (logits [B, 7] float32, value [B] float32 in [-1, 1])
 

@@ -1,7 +1,7 @@
 """Players: batched move choosers over a :class:`~.bitboard.State`.
 
 A player is any object with ``act(state, generator) -> actions [B] int64``
-(0-based columns, always legal). Models follow the protocol of design §3:
+(0-based columns, always legal). Models follow the protocol of docs/architecture.md §3:
 ``model(boards int8 [B, 6, 7]) -> (logits [B, 7] float32, value [B] float32)``;
 illegal columns are masked here, never trusted to the model.
 

@@ -20,37 +20,23 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from ..core.config import check, resolve_device
+from ..core.config import NodeSettings, check, is_int, resolve_device
 from ..core.selfplay import SelfPlayConfig, self_play
 
 EXECUTORS = ("local", "ray")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 @dataclass(frozen=True)
-class SelfPlayNodeSettings:
+class SelfPlayNodeSettings(NodeSettings):
     """Where self-play runs on this machine (section ``selfplay``). None change the table."""
 
-    device: str = "auto"
-    """``auto`` (CUDA when available), ``cpu`` or ``cuda[:N]``."""
-    num_threads: int | None = 1
-    """torch threads per self-play process (1 is fastest on a shared 2-core CPU; null: torch's)."""
     workers: int = 0
     """Local executor: CPU worker processes, one shard each (0: one per core; 1: in-process)."""
 
     def __post_init__(self):
-        check(isinstance(self.device, str), "device", self.device, "'auto', 'cpu' or 'cuda[:N]'")
+        super().__post_init__()
         check(
-            self.num_threads is None or (_is_int(self.num_threads) and self.num_threads >= 1),
-            "num_threads",
-            self.num_threads,
-            "null or an integer >= 1",
-        )
-        check(
-            _is_int(self.workers) and self.workers >= 0, "workers", self.workers, "an integer >= 0"
+            is_int(self.workers) and self.workers >= 0, "workers", self.workers, "an integer >= 0"
         )
 
     def local_workers(self, device: torch.device) -> int:

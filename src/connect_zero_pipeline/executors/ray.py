@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.checkpoint import checkpoint_dict, from_dict
-from ..core.config import check
+from ..core.config import check, is_int
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import (
@@ -50,7 +50,6 @@ from .ray_cluster import (
     DEFAULT_CONNECT_TIMEOUT,
     RayClusterUnreachable,
     RayOptions,
-    _is_int,
     check_reachable,
     connect,
     resolve_address,
@@ -348,9 +347,9 @@ def ray_chunk_runner(
     times. Every Ray worker keeps its solver (and its transposition table)
     between tasks, like a local pool process.
     """
-    check(_is_int(max_retries) and max_retries >= 0, "max_retries", max_retries, "an integer >= 0")
+    check(is_int(max_retries) and max_retries >= 0, "max_retries", max_retries, "an integer >= 0")
     check(
-        _is_int(max_in_flight) and max_in_flight >= 0,
+        is_int(max_in_flight) and max_in_flight >= 0,
         "max_in_flight",
         max_in_flight,
         "an integer >= 0",

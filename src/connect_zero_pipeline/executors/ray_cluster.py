@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..core.config import check
+from ..core.config import check, is_int
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class RayOptions:
             "null, 'auto', 'local', 'host:port' or 'ray://host:port'",
         )
         check(
-            _is_int(self.num_shards) and self.num_shards >= 0,
+            is_int(self.num_shards) and self.num_shards >= 0,
             "num_shards",
             self.num_shards,
             "an integer >= 0 (0: one per actor)",
@@ -87,7 +87,7 @@ class RayOptions:
             "'auto' or a number >= 0",
         )
         check(
-            _is_int(self.max_retries) and self.max_retries >= 0,
+            is_int(self.max_retries) and self.max_retries >= 0,
             "max_retries",
             self.max_retries,
             "an integer >= 0",
@@ -100,10 +100,6 @@ class RayOptions:
         )
         if self.address is not None:
             _parse_address(self.address)  # a malformed address fails here, naming itself
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _is_num(v: Any) -> bool:

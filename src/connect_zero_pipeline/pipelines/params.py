@@ -17,38 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from ..core.config import check, from_params, unknown_key_error
-
-# ---------------------------------------------------------------------------
-# Node-level settings (where and how a stage runs; never what it computes)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeSettings:
-    """Where a node runs. Part of the ``reinforce.*`` and ``scorecard`` sections."""
-
-    device: str = "auto"
-    """``auto`` (CUDA when available), ``cpu`` or ``cuda[:N]``."""
-    num_threads: int | None = 1
-    """torch CPU threads while the node runs (null: torch's default)."""
-
-    def __post_init__(self):
-        check(isinstance(self.device, str), "device", self.device, "'auto', 'cpu' or 'cuda[:N]'")
-        check(
-            self.num_threads is None or (_is_int(self.num_threads) and self.num_threads >= 1),
-            "num_threads",
-            self.num_threads,
-            "null or an integer >= 1",
-        )
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
+from ..core.config import NodeSettings, from_params, unknown_key_error
 
 # ---------------------------------------------------------------------------
 # The schema

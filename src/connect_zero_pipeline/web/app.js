@@ -1,6 +1,6 @@
 // Connect-Zero play page: a person against the exported network, fully offline.
 //
-// The model follows the project's protocol (design §3):
+// The model follows the project's protocol (docs/architecture.md §3):
 //   board int8 [B, 6, 7] (row 0 at the top, +1 side to move, -1 opponent, 0 empty)
 //   -> logits float32 [B, 7], value float32 [B] (side to move's view, in [-1, 1]).
 // Illegal columns are masked here before any choice, never trusted to the model.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.config import check
+from ...core.config import check_loop_length
 from ..structure import section
 
 
@@ -22,13 +22,7 @@ class AlphaZeroConfig:
     """Generations of self-play -> train -> evaluate (structural: unrolled into the DAG)."""
 
     def __post_init__(self):
-        n = self.num_generations
-        check(
-            isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 999,
-            "num_generations",
-            n,
-            "an integer in [1, 999]",
-        )
+        check_loop_length("num_generations", self.num_generations)
 
 
 def structure() -> tuple[int, int]:

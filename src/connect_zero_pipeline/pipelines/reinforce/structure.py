@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.config import check
+from ...core.config import check_loop_length
 from ..structure import section
 
 
@@ -16,13 +16,7 @@ class ReinforceLoopConfig:
     """Chunks of training, each a checkpoint and an evaluation (structural: unrolled)."""
 
     def __post_init__(self):
-        n = self.num_chunks
-        check(
-            isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 999,
-            "num_chunks",
-            n,
-            "an integer in [1, 999]",
-        )
+        check_loop_length("num_chunks", self.num_chunks)
 
 
 def num_chunks() -> int:
