@@ -1,6 +1,8 @@
 # Connect-Zero Pipeline: set-up, run and test.
 #
 #   make run    create or reuse .venv, install, run the main job (kedro run)
+#   make resume RUN=<id> [PARAMS=k=v,...] [ENV=name]
+#               continue a killed run (its id: ls data/runs), with the run's own --params/--env
 #   make test   same set-up, then ruff and pytest
 #   make web    fetch the play page's pinned onnxruntime-web with npm (part of setup)
 #
@@ -18,7 +20,7 @@ EXTRAS      ?= dev,ray
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run test lint format bench viz clean-venv web
+.PHONY: setup run resume test lint format bench viz clean-venv web
 
 setup: $(VENV)/.installed web
 
@@ -50,6 +52,12 @@ $(ORT_WEB): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json | $(VENV)/.inst
 
 run: setup
 	$(BIN)/kedro run
+
+resume: setup
+	@test -n "$(RUN)" || { echo "usage: make resume RUN=<run id> [PARAMS=...] [ENV=...] (run ids: ls data/runs)"; exit 2; }
+	$(BIN)/kedro run --only-missing-outputs $(if $(ENV),--env $(ENV)) --params "resume=$(RUN)$(if $(PARAMS),$(comma)$(PARAMS))"
+
+comma := ,
 
 test: setup
 	$(BIN)/ruff check src tests

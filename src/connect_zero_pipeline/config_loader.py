@@ -20,7 +20,15 @@ CONFIG_LOADER_ARGS: dict[str, Any] = {
         "mlflow": ["mlflow*", "mlflow*/**"],
     },
     "merge_strategy": {"parameters": "soft"},
+    # mlflow.yml anchors the store at the project root: sqlite:///${cz.project_root:}/mlflow.db
+    "custom_resolvers": {"cz.project_root": lambda: _project_root()},
 }
+
+
+def _project_root() -> str:
+    from .tracking import project_root
+
+    return project_root()
 
 
 def load_parameters(

@@ -1,4 +1,11 @@
-"""Project hooks: per-generation MLflow child runs, and a clean MLflow run stack.
+"""Project hooks: checks before any work, per-generation MLflow child runs, a clean run stack.
+
+``RunStartHook``. The first thing every session does, before Kedro builds a
+pipeline, runs a node or kedro-mlflow opens its store: validate the merged
+parameters against the schema (:mod:`.pipelines.params`; they then shape the
+unrolled DAGs), check a ``resume`` request (:mod:`.runs`), and create the
+MLflow store once, under a lock, at the project root (:mod:`.tracking`).
+Run identity itself (pinned versions, the manifest) is :class:`.runs.RunIdentityHook`.
 
 ``GenerationRunsHook``. kedro-mlflow opens one run per ``kedro run`` (the
 parent). For every generation namespace (``gen_001``, ...) this hook opens a
@@ -7,7 +14,9 @@ MLflow's active-run stack, so the stack kedro-mlflow manages is untouched. A
 child run gets the generation's parameters, every ``*_metrics`` output of its
 nodes (also logged on the parent with ``step = generation``, for curves) and
 its model file. It is ended FINISHED when the generation's last node in this
-run completes, or FAILED if the pipeline fails. Pipeline-level outputs
+run completes (or, for a generation whose finished nodes a resumed run
+skipped, when the pipeline completes), or FAILED if the pipeline fails. A
+resumed run reopens the children its first attempt created. Pipeline-level outputs
 (``learning_curves``) are logged on the parent. REINFORCE chunks (``rf_001``,
 ...) are treated like generations, and ``reinforce_learning_curves`` like
 ``learning_curves``.
@@ -34,6 +43,7 @@ from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from .naming import LEARNING_CURVES, MODEL_OUTPUTS, metric_name, parse_step, stage_of
+from .runs import run_identity
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +79,7 @@ class GenerationRunsHook:
         self._experiment: str | None = None
         self._children: dict[str, str] = {}  # namespace -> child run id
         self._pending: dict[str, set[str]] = {}  # namespace -> node names not yet done
+        self._opened: set[str] = set()  # namespaces whose child this run has logged to
 
     @hook_impl(trylast=True)  # after kedro-mlflow opened the parent run
     def before_pipeline_run(self, run_params: dict, pipeline) -> None:
@@ -82,6 +93,15 @@ class GenerationRunsHook:
         for node in pipeline.nodes:
             if parse_step(node.namespace):
                 self._pending.setdefault(node.namespace, set()).add(node.name)
+        run_identity.record_mlflow_run(self._parent)
+        if run_identity.run_id:  # kedro-mlflow tagged the session id; the run's id is this
+            self._client.set_tag(self._parent, "run_id", run_identity.run_id)
+        # A resumed run: reopen the children its first attempt created.
+        for child in self._client.search_runs(
+            [self._experiment], f"tags.mlflow.parentRunId = '{self._parent}'"
+        ):
+            if parse_step(child.info.run_name):
+                self._children[child.info.run_name] = child.info.run_id
 
     def _child(self, namespace: str, params: dict[str, Any]) -> str:
         with self._lock:
@@ -94,6 +114,9 @@ class GenerationRunsHook:
                 )
                 self._children[namespace] = run.info.run_id
                 self._client.log_param(run.info.run_id, "generation", generation)
+            elif namespace not in self._opened:  # reopened by a resumed run: running again
+                self._client.update_run(self._children[namespace], "RUNNING")
+            self._opened.add(namespace)
             run_id = self._children[namespace]
         batch = [Param(k, str(v)[:6000]) for k, v in _flatten(params).items()]
         if batch:
@@ -142,12 +165,42 @@ class GenerationRunsHook:
                 self._client.set_terminated(run_id, "FINISHED")
 
     @hook_impl
+    def after_pipeline_run(self) -> None:
+        """Children whose remaining nodes were skipped (a resume) or never ran end FINISHED."""
+        if self._client is None:
+            return
+        for run_id in self._children.values():
+            if self._client.get_run(run_id).info.status == "RUNNING":
+                self._client.set_terminated(run_id, "FINISHED")
+
+    @hook_impl
     def on_pipeline_error(self) -> None:
         if self._client is None:
             return
         for namespace, run_id in self._children.items():
             if self._pending.get(namespace):
                 self._client.set_terminated(run_id, "FAILED")
+
+
+class RunStartHook:
+    """Checks and set-up before any work (see the module docstring)."""
+
+    @hook_impl(tryfirst=True)
+    def after_context_created(self, context) -> None:
+        from .pipelines.params import validate_params
+        from .pipelines.structure import set_registry_params
+        from .tracking import prepare_store
+
+        params = dict(context.config_loader["parameters"])
+        set_registry_params(None)
+        validate_params(params)  # an unknown key or a bad value stops the run here
+        set_registry_params(params)
+        run_identity.check(context)  # an unknown run or other parameters stop a resume here
+        try:
+            mlflow_conf = context.config_loader["mlflow"]
+        except Exception:  # no mlflow.yml: kedro-mlflow's defaults, nothing to prepare
+            return
+        prepare_store(Path(context.project_path), dict(mlflow_conf))
 
 
 class MlflowRunStackHook:

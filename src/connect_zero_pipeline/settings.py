@@ -2,18 +2,19 @@
 
 kedro-mlflow registers its own hooks through its plugin entry point; the
 project's hooks (``hooks.py``) open one MLflow child run per generation and
-keep the MLflow run stack clean; ``RegistryParamsHook`` validates the run's
-parameters before any work and hands them to the pipeline registry (the
-unrolled DAGs depend on them).
+keep the MLflow run stack clean; ``RunStartHook`` validates the run's
+parameters before any work (and hands them to the pipeline registry: the
+unrolled DAGs depend on them), and ``run_identity`` makes a run read only its
+own versions and resume by its id.
 """
 
 from kedro.config import OmegaConfigLoader
 
 from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS as _LOADER_ARGS
-from connect_zero_pipeline.hooks import GenerationRunsHook, MlflowRunStackHook
-from connect_zero_pipeline.pipelines.structure import RegistryParamsHook
+from connect_zero_pipeline.hooks import GenerationRunsHook, MlflowRunStackHook, RunStartHook
+from connect_zero_pipeline.runs import run_identity
 
-HOOKS = (RegistryParamsHook(), GenerationRunsHook(), MlflowRunStackHook())
+HOOKS = (RunStartHook(), run_identity, GenerationRunsHook(), MlflowRunStackHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = _LOADER_ARGS  # parameters merge key by key over conf/base

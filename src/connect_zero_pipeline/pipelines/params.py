@@ -114,6 +114,9 @@ def parse_section(section: str, params: Mapping[str, Any] | None) -> tuple:
 def validate_params(params: Mapping[str, Any]) -> dict[str, tuple]:
     """Build every section's dataclasses from a run's merged parameters.
 
+    Besides the sections, one top-level key is known: ``resume`` (a run id,
+    see :mod:`connect_zero_pipeline.runs`).
+
     Returns:
         Section path -> :func:`parse_section` result, for every section in the schema.
 
@@ -121,11 +124,18 @@ def validate_params(params: Mapping[str, Any]) -> dict[str, tuple]:
         ValueError: an unknown top-level section (with the nearest known one),
             or the first bad key of any section.
     """
+    from ..runs import RESUME_KEY
+
     sections = _schema()
-    top = sorted({s.split(".")[0] for s in sections})
+    top = sorted({s.split(".")[0] for s in sections} | {RESUME_KEY})
     for name in params:
         if name not in top:
             raise unknown_key_error("", name, top)
+    resume = params.get(RESUME_KEY)
+    if resume is not None and not isinstance(resume, str):
+        raise ValueError(
+            f"{RESUME_KEY} must be a run id like 2026-11-23T10.26.41.512Z, got {resume!r}"
+        )
     out = {}
     for section in sections:
         node: Any = params

@@ -4,10 +4,10 @@ Kedro pipelines are DAGs, so the AlphaZero generations and the REINFORCE
 chunks are unrolled when the registry builds the pipelines, and a few
 *structural* parameters fix their shape (``alphazero.num_generations``,
 ``train.buffer_gens``, ``reinforce.num_chunks``). They are read from the run's
-configuration: :class:`RegistryParamsHook` validates the merged parameters of
-the session (base + env + ``--params``) against the schema
-(:mod:`.params`) as soon as the context exists, before Kedro builds the
-pipelines, runs a node or opens an MLflow run, and stashes them. Outside a
+configuration: ``hooks.RunStartHook`` validates the merged parameters of the
+session (base + env + ``--params``) against the schema (:mod:`.params`) as
+soon as the context exists, before Kedro builds the pipelines, runs a node or
+opens an MLflow run, and hands them over with :func:`set_registry_params`. Outside a
 session (``kedro registry``, kedro-viz without hooks, plain imports), the
 project's ``conf/`` is read directly, with the same loader settings.
 """
@@ -19,22 +19,13 @@ from functools import partial, update_wrapper
 from pathlib import Path
 from typing import Any
 
-from kedro.framework.hooks import hook_impl
-
 _STASH: dict[str, Any] = {}
 
 
-class RegistryParamsHook:
-    """Validate the session's parameters, then stash them for the registry."""
-
-    @hook_impl(tryfirst=True)
-    def after_context_created(self, context) -> None:
-        from .params import validate_params
-
-        # config_loader["parameters"] already merges the env and runtime --params.
-        params = dict(context.config_loader["parameters"])
-        _STASH.clear()
-        validate_params(params)  # a typo or a bad value fails here, before any work
+def set_registry_params(params: dict[str, Any] | None) -> None:
+    """Hand the session's validated parameters to the registry (None: forget them)."""
+    _STASH.clear()
+    if params:
         _STASH.update(params)
 
 

@@ -6,6 +6,7 @@ import mlflow
 import pytest
 from kedro.framework.project import pipelines
 
+from connect_zero_pipeline.runs import known_runs, read_manifest
 from tests.conftest import REPO, mlflow_client, run_kedro, versions
 
 TINY = {
@@ -111,9 +112,19 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     assert [r.info.status for r in failed] == ["FAILED"]
 
     monkeypatch.setattr(train_nodes, "train_model", real)
-    run_kedro(project, "alphazero", TINY, only_missing_outputs=True)
+    (run_id,) = known_runs(project)  # the failed run, resumed by its id
+    run_kedro(project, "alphazero", {**TINY, "resume": run_id}, only_missing_outputs=True)
     # Finished generations were skipped: still exactly one version, the same one.
     assert versions(project, "data/06_models/gen_001/model.pt") == first_gen1
     assert len(versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
     assert len(versions(project, "data/06_models/gen_002/model.pt")) == 1
     assert len(versions(project, "data/08_reporting/learning_curves.png")) == 1
+    # The resumed run is the same run: one id, one parent, its gen_002 child reopened.
+    assert versions(project, "data/06_models/gen_002/model.pt") == [run_id]
+    assert read_manifest(project, run_id)["status"] == "finished"
+    runs = client.search_runs([exp.experiment_id])
+    assert sorted(r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags) == [
+        "alphazero"
+    ]
+    assert [r.info.run_name for r in runs].count("gen_002") == 1
+    assert {r.info.status for r in runs} == {"FINISHED"}

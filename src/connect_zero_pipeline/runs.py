@@ -1,0 +1,234 @@
+"""Run identity: a run reads only its own versions, and a killed run resumes by its id.
+
+**The id.** Every ``kedro run`` has one: the session's save version
+(``2026-11-23T10.26.41.512Z``), the folder name every versioned output of the
+run is written under. :class:`RunIdentityHook` pins the *load* version of
+every versioned dataset the run itself produces to that id, so a generation
+reads the previous model, the replay window and the model it publishes and
+exports from this run only, never from an earlier run or one running at the
+same time. Inputs the run does not produce (the solver-labelled set,
+``latest_model`` for ``--pipelines=export`` alone) load their latest version,
+as Kedro does.
+
+**The manifest.** At its start a run writes ``data/runs/<id>.json``: the
+pipelines, the env, the merged parameters, the MLflow parent run and a status
+(``running``, ``finished``, ``failed``); ``running`` left behind means the run
+was killed.
+
+**Resume.** ``kedro run --only-missing-outputs --params resume=<id>`` (or
+``make resume RUN=<id>``) continues run ``<id>``: the same id, so its finished
+nodes are skipped and the rest is written under the same version folders, and
+the same MLflow parent run, which ends FINISHED. Before anything runs it
+checks that the id is known, that the pipelines and parameters are the run's
+own (a resumed run with other parameters would mix two recipes), and that
+``--only-missing-outputs`` is given (without it, finished nodes would run again).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from kedro.framework.hooks import hook_impl
+
+log = logging.getLogger(__name__)
+
+RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
+"""A run id: Kedro's save-version timestamp."""
+MANIFESTS = Path("data") / "runs"
+"""Where run manifests live, relative to the project root."""
+RESUME_KEY = "resume"
+"""The top-level parameter that names the run to resume."""
+
+
+def manifest_path(root: Path, run_id: str) -> Path:
+    return Path(root) / MANIFESTS / f"{run_id}.json"
+
+
+def known_runs(root: Path) -> list[str]:
+    """Ids of the runs with a manifest, oldest first."""
+    folder = Path(root) / MANIFESTS
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
+    """The manifest of run ``run_id``.
+
+    Raises:
+        ValueError: naming the id, for a malformed or unknown id (listing the known runs).
+    """
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
+        raise ValueError(
+            f"resume={run_id!r} is not a run id; ids look like 2026-11-23T10.26.41.512Z "
+            f"(the version folder of a run's outputs)"
+        )
+    path = manifest_path(root, run_id)
+    if not path.is_file():
+        runs = known_runs(root)
+        listing = ", ".join(runs[-5:]) if runs else "none"
+        raise ValueError(f"resume={run_id!r}: no such run in this project; known runs: {listing}")
+    return json.loads(path.read_text())
+
+
+def write_manifest(root: Path, manifest: dict[str, Any]) -> Path:
+    """Write a manifest atomically (a temporary file renamed into place)."""
+    path = manifest_path(root, manifest["run_id"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+    return path
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix.rstrip("."): d}
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        out.update(_flatten(value, f"{prefix}{key}."))
+    return out
+
+
+def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``key: recorded -> current`` for every parameter that differs (``resume`` excluded)."""
+    a = _flatten({k: v for k, v in recorded.items() if k != RESUME_KEY})
+    b = _flatten({k: v for k, v in current.items() if k != RESUME_KEY})
+    return [
+        f"{k}: {a.get(k)!r} -> {b.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
+
+
+def pin_outputs(pipeline, catalog, run_id: str) -> int:
+    """Load (and save) every versioned output of ``pipeline`` at version ``run_id``; returns how many."""
+    from kedro.io.core import AbstractVersionedDataset, Version
+
+    pinned = 0
+    for name in sorted(pipeline.all_outputs()):
+        dataset = catalog.get(name)
+        if isinstance(dataset, AbstractVersionedDataset) and dataset._version is not None:
+            dataset._version = Version(load=run_id, save=run_id)
+            pinned += 1
+    return pinned
+
+
+class RunIdentityHook:
+    """Pins a run's versions to its id, records its manifest and resumes a run by id."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.root: Path | None = None
+        self.params: dict[str, Any] = {}
+        self.env: str | None = None
+        self.resumed: dict[str, Any] | None = None
+        self.run_id: str | None = None
+        self.manifest: dict[str, Any] | None = None
+
+    def check(self, context) -> None:
+        """Before anything is written: the resume id is known and the parameters are the run's."""
+        self._reset()
+        self.root = Path(context.project_path)
+        self.params = dict(context.config_loader["parameters"])
+        self.env = context.env
+        resume = self.params.get(RESUME_KEY)
+        if resume is None:
+            return
+        manifest = read_manifest(self.root, resume)
+        changes = parameter_changes(manifest.get("params") or {}, self.params)
+        if changes:
+            raise ValueError(
+                f"resume={resume!r}: the parameters differ from that run's, so it cannot be "
+                f"resumed (pass the run's --env and --params): {'; '.join(changes[:10])}"
+            )
+        if (manifest.get("env") or None) != (self.env or None):
+            raise ValueError(
+                f"resume={resume!r}: that run used --env {manifest.get('env')!r}, this one "
+                f"{self.env!r}"
+            )
+        self.resumed = manifest
+
+    @hook_impl(tryfirst=True)
+    def before_pipeline_run(self, run_params: dict, pipeline, catalog) -> None:
+        if self.root is None:  # a session whose context this hook did not see
+            return
+        names = sorted(run_params.get("pipeline_names") or ["__default__"])
+        if self.resumed is not None:
+            run_id = self.resumed["run_id"]
+            if not run_params.get("only_missing_outputs"):
+                raise ValueError(
+                    f"resume={run_id!r} needs --only-missing-outputs (finished nodes would run "
+                    f"again): kedro run --only-missing-outputs --params resume={run_id}, "
+                    f"or make resume RUN={run_id}"
+                )
+            if sorted(self.resumed.get("pipelines") or ["__default__"]) != names:
+                raise ValueError(
+                    f"resume={run_id!r}: that run ran pipelines {self.resumed.get('pipelines')}, "
+                    f"this one {names}"
+                )
+            self._point_mlflow_at(self.resumed.get("mlflow_run_id"))
+        else:
+            run_id = run_params["run_id"]
+        self.run_id = run_id
+        pinned = pin_outputs(pipeline, catalog, run_id)
+        log.info("Run %s: %d versioned outputs read and written at this version", run_id, pinned)
+        started = (self.resumed or {}).get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.manifest = {
+            "run_id": run_id,
+            "pipelines": names,
+            "env": self.env,
+            "params": self.params,
+            "status": "running",
+            "started": started,
+            "resumed": [*((self.resumed or {}).get("resumed") or []), run_params["run_id"]]
+            if self.resumed
+            else [],
+            "mlflow_run_id": (self.resumed or {}).get("mlflow_run_id"),
+        }
+        write_manifest(self.root, self.manifest)
+
+    @staticmethod
+    def _point_mlflow_at(parent_run_id: str | None) -> None:
+        """Make kedro-mlflow reopen the run's own parent run instead of starting a new one."""
+        if not parent_run_id:
+            return
+        try:
+            from kedro_mlflow.framework.hooks.mlflow_hook import mlflow_hook
+        except ImportError:  # kedro-mlflow not installed: nothing to reopen
+            return
+        config = getattr(mlflow_hook, "mlflow_config", None)
+        if config is not None:
+            config.tracking.run.id = parent_run_id
+
+    def record_mlflow_run(self, run_id: str | None) -> None:
+        """Called once the MLflow parent run exists: keep its id in the manifest."""
+        if self.manifest is not None and run_id:
+            self.manifest["mlflow_run_id"] = run_id
+            write_manifest(self.root, self.manifest)
+
+    def _finish(self, status: str) -> None:
+        if self.manifest is not None:
+            self.manifest["status"] = status
+            self.manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            write_manifest(self.root, self.manifest)
+        for key in ("manifest", "resumed"):
+            setattr(self, key, None)
+
+    @hook_impl
+    def after_pipeline_run(self) -> None:
+        self._finish("finished")
+
+    @hook_impl
+    def on_pipeline_error(self) -> None:
+        self._finish("failed")
+
+
+run_identity = RunIdentityHook()
+"""The project's one instance (``settings.HOOKS``); other hooks ask it for the run's id."""

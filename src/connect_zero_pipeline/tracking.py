@@ -1,0 +1,149 @@
+"""The MLflow store of a project: anchored at the project root, created once, safe to copy.
+
+- **Anchored.** ``conf/base/mlflow.yml`` names the store with the
+  ``${cz.project_root:}`` resolver (:func:`project_root`), so the sqlite file
+  is ``<project>/mlflow.db`` whichever folder Kedro or a notebook starts in.
+- **Created under a lock.** Two runs that start together in a fresh project
+  would both create and migrate ``mlflow.db`` (an alembic race, one of them
+  crashes) and both create the experiment. :func:`prepare_store` does both
+  under an exclusive file lock (``<project>/.mlflow.lock``) before
+  kedro-mlflow touches the store; afterwards they only read it.
+- **Copy-safe.** MLflow stores absolute ``file://`` artifact locations. In a
+  copied project (``cp -a project copy``) they still point into the
+  original, so new run folders would land there. :func:`prepare_store`
+  rewrites every location under ``<original>/mlruns`` to
+  ``<this project>/mlruns`` first (experiments, runs, logged models, model
+  versions), so a copy writes only into itself.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = ".mlflow.lock"
+ARTIFACTS = "mlruns"
+# Tables and columns of MLflow's sqlite schema that hold artifact locations.
+_LOCATION_COLUMNS = (
+    ("experiments", "artifact_location"),
+    ("runs", "artifact_uri"),
+    ("logged_models", "artifact_location"),
+    ("model_versions", "source"),
+    ("model_versions", "storage_location"),
+)
+
+
+def project_root() -> str:
+    """The Kedro project around the current folder (``pyproject.toml`` with ``[tool.kedro]``).
+
+    The ``cz.project_root`` resolver of ``mlflow.yml``. Falls back to the
+    current folder when no project is found above it.
+    """
+    from kedro.utils import find_kedro_project
+
+    found = find_kedro_project(Path.cwd())
+    return str((found or Path.cwd()).resolve())
+
+
+def sqlite_path(tracking_uri: str | None) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI, else None."""
+    if not tracking_uri or not tracking_uri.startswith("sqlite:///"):
+        return None
+    return Path(unquote(tracking_uri[len("sqlite:///") :]))
+
+
+@contextmanager
+def store_lock(root: Path):
+    """An exclusive lock on the project's MLflow store (released when the block ends)."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _local_dir(uri: str | None) -> Path | None:
+    if not uri:
+        return None
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "" and uri.startswith("/"):
+        return Path(uri)
+    return None
+
+
+def relocate(db: Path, experiment: str, artifacts: Path) -> int:
+    """Point the artifact locations of ``db`` that live under another ``mlruns`` at ``artifacts``.
+
+    Only locations under the folder the experiment ``experiment`` was created
+    with are rewritten, and only when that folder is not ``artifacts``: the
+    store of a copied project. Returns the number of rows changed.
+    """
+    con = sqlite3.connect(db, timeout=60)
+    try:
+        row = con.execute(
+            "SELECT artifact_location FROM experiments WHERE name = ?", (experiment,)
+        ).fetchone()
+        old = _local_dir(row[0]) if row else None
+        if old is None or old == artifacts:
+            return 0
+        old_uri, new_uri = old.as_uri(), artifacts.as_uri()
+        tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master")}
+        changed = 0
+        with con:
+            for table, column in _LOCATION_COLUMNS:
+                if table not in tables:
+                    continue
+                for prefix, target in ((old_uri, new_uri), (str(old), str(artifacts))):
+                    cur = con.execute(
+                        f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                        f"WHERE {column} = ? OR {column} LIKE ?",
+                        (target, len(prefix) + 1, prefix, prefix + "/%"),
+                    )
+                    changed += cur.rowcount
+        log.warning(
+            "This project's MLflow store pointed its artifacts at %s (the project it was "
+            "copied from); %d locations now point at %s",
+            old, changed, artifacts,
+        )  # fmt: skip
+        return changed
+    finally:
+        con.close()
+
+
+def prepare_store(root: Path, mlflow_conf: dict) -> None:
+    """Create (or migrate) the sqlite store and the experiment once, and relocate a copied store.
+
+    Args:
+        root: the project root.
+        mlflow_conf: the ``mlflow`` configuration (``conf/*/mlflow.yml``, merged).
+    """
+    server = mlflow_conf.get("server") or {}
+    db = sqlite_path(server.get("mlflow_tracking_uri"))
+    if db is None:  # a server or another backend: nothing local to prepare
+        return
+    experiment_conf = (mlflow_conf.get("tracking") or {}).get("experiment") or {}
+    name = experiment_conf.get("name")
+    artifacts = (experiment_conf.get("create_experiment_kwargs") or {}).get("artifact_location")
+    artifacts_dir = Path(artifacts) if artifacts else Path(ARTIFACTS)
+    if not artifacts_dir.is_absolute():
+        artifacts_dir = root / artifacts_dir
+    with store_lock(db.parent):
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+        if name and client.get_experiment_by_name(name) is None:  # creates/migrates the db too
+            client.create_experiment(name, artifact_location=artifacts_dir.as_uri())
+        if name:
+            relocate(db, name, artifacts_dir)
