@@ -62,7 +62,7 @@ def test_generated_games_are_legal_finished_and_follow_perfect_play():
         games = generate_games(6, lab, epsilon=0.0, opening_plies=(30, 30), seed=1)
     assert len(games) == 6
     for g in games:
-        position, mask = bb.moves_tobitboard_arrays(g)  # raises on any illegal move
+        position, mask = bb.moves_to_bitboards(g)  # raises on any illegal move
         assert bb.is_terminal(position, mask)
         # After the random opening every move is optimal (epsilon = 0).
         for ply in range(30, len(g)):

@@ -58,10 +58,12 @@ def load_catalog_entry(name: str, start: Path | None = None):
             f"{start or Path.cwd()} is not inside a Kedro project, so there is no catalog "
             f"to take '{name}' from; run from the project folder or pass a path"
         )
+    from ..config_loader import CONFIG_LOADER_ARGS
+
     loader = OmegaConfigLoader(
         conf_source=str(project / "conf"),
-        base_env="base",
-        default_run_env=os.environ.get("KEDRO_ENV", "local"),
+        env=os.environ.get("KEDRO_ENV"),
+        **CONFIG_LOADER_ARGS,
     )
     with _chdir(project):
         catalog = DataCatalog.from_config(loader["catalog"])
@@ -110,6 +112,11 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
             f"no model trained yet: {exc}. Train one (kedro run), "
             f"or pass --model PATH or --dataset NAME (e.g. gen_008.model)"
         ) from exc
+    if not (hasattr(model, "config") and callable(model)):
+        raise CommandError(
+            f"catalog entry {dataset!r} is not a model (it holds a {type(model).__name__}); "
+            f"pass a model entry such as latest_model or gen_008.model"
+        )
     return model, f"catalog entry {dataset!r} (latest version)"
 
 

@@ -82,18 +82,36 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         ".json": "application/json",
     }
 
+    timeout = 10  # seconds an idle connection is kept (then its thread ends)
+
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
+
+    def send_head(self):
+        try:
+            return super().send_head()
+        except ValueError:  # a path the filesystem cannot name (e.g. /%00)
+            self.send_error(400, "Bad request path")
+            return None
 
     def log_message(self, format: str, *args) -> None:
         pass
 
 
+class _PageServer(http.server.ThreadingHTTPServer):
+    request_queue_size = 128  # listen backlog (socketserver's default is 5)
+    daemon_threads = True
+
+
 def make_server(directory: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
-    """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port)."""
+    """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port).
+
+    Idle connections close after :attr:`_PageHandler.timeout` seconds, and a
+    request path that cannot name a file gets ``400`` instead of a traceback.
+    """
     handler = functools.partial(_PageHandler, directory=str(directory))
-    return http.server.ThreadingHTTPServer((LOOPBACK, port), handler)
+    return _PageServer((LOOPBACK, port), handler)
 
 
 def serve(directory: Path, port: int) -> int:
@@ -257,15 +275,20 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port in [0, 65535], got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m connect_zero_pipeline play",
         description="Play the trained Connect-4 agent in the terminal, or serve the browser page.",
     )
     p.add_argument("--web", action="store_true", help="serve the exported play page on 127.0.0.1")
-    p.add_argument(
-        "--port", type=_non_negative_int, default=8000, help="--web: port (0: any free one)"
-    )
+    p.add_argument("--port", type=_port, default=8000, help="--web: port (0: any free one)")
     p.add_argument("--dir", help="--web: page folder (default: latest catalog 'play_page' version)")
     add_model_options(p)
     p.add_argument(

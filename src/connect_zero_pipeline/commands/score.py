@@ -90,6 +90,10 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Largest position file ``score`` reads (Pons' sets are about 40 KB)."""
+
+
 def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """The positions of a Pons benchmark file, and one error message per bad line.
 
@@ -102,10 +106,16 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
         CommandError: the file cannot be read.
     """
     from ..core.solver import _to_bitboards
-    from .solve import _split_line
+    from .solve import MAX_LINE, _split_line
 
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise CommandError(
+                f"position file {path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+            )
+        text = data.decode()
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandError(f"cannot read position file {path}: {exc}") from exc
     rows: list[tuple[str, int, int, int]] = []
@@ -113,6 +123,9 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
+            continue
+        if len(line) > MAX_LINE:
+            errors.append(f"{path}: line {number}: longer than {MAX_LINE} characters")
             continue
         try:
             moves = _split_line(line)

@@ -61,6 +61,25 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+MAX_LINE = 256
+"""Longest accepted input line (a whole game is 42 moves, plus a score)."""
+
+
+def bounded_lines(stream: TextIO, limit: int = MAX_LINE):
+    """Yield ``(text, too_long)`` per line of ``stream``, never holding more than ``limit + 1``
+    characters of one line (the rest of an over-long line is read and dropped)."""
+    while True:
+        chunk = stream.readline(limit + 1)
+        if not chunk:
+            return
+        if len(chunk) <= limit or chunk.endswith("\n"):
+            yield chunk, False
+            continue
+        while chunk and not chunk.endswith("\n"):  # drain the rest of the line
+            chunk = stream.readline(limit + 1)
+        yield "", True
+
+
 def _split_line(line: str) -> str:
     """The move string of a line, dropping an optional trailing integer score.
 
@@ -87,7 +106,12 @@ def run(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO)
 
     solver = Solver(args.tt_log2 if args.tt_log2 is not None else DEFAULT_TT_LOG2)
     status = 0
-    for number, raw in enumerate(stdin, start=1):
+    for number, (raw, too_long) in enumerate(bounded_lines(stdin), start=1):
+        if too_long:
+            print(f"line {number}: longer than {MAX_LINE} characters", file=stderr, flush=True)
+            print("", file=stdout, flush=True)
+            status = 1
+            continue
         line = raw.strip()
         if not line:
             print("", file=stdout, flush=True)

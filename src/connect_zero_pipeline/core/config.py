@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import types
+import typing
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -31,6 +33,13 @@ def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str) ->
     unknown = sorted(set(params) - set(names))
     if unknown:
         raise unknown_key_error(section, unknown[0], names)
+    hints = _hints(cls)
+    for key, value in params.items():
+        expected = hints.get(key)
+        if expected is not None and not _type_ok(value, expected):
+            raise ValueError(
+                f"invalid parameter: {section}.{key} must be {_type_name(expected)}, got {value!r}"
+            )
     try:
         return cls(**params)
     except (TypeError, ValueError) as exc:
@@ -38,6 +47,45 @@ def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str) ->
         if message.split(" ", 1)[0] in names:  # "lr must be > 0, got -1" -> "train.lr must ..."
             message = f"{section}.{message}"
         raise ValueError(f"invalid parameter: {message}") from exc
+
+
+def _hints(cls) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # an annotation that cannot be resolved: no type checks
+        return {}
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits a simple annotation (int, float, str, bool, list, dict, unions)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint in (list, tuple) or origin in (list, tuple):
+        return isinstance(value, (list, tuple))
+    if hint is dict or origin is dict:
+        return isinstance(value, Mapping)
+    return True  # Any, torch.device, ...: the dataclass checks it
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    return names.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 def unknown_key_error(section: str, key: str, valid: list[str]) -> ValueError:

@@ -18,6 +18,7 @@ Shapes: B = batch, C = channels, A = 7 columns.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +150,47 @@ class ResNet(nn.Module):
         return _unbatch(logits, value, single)
 
 
+MAX_PARAMETERS = 50_000_000
+"""Refuse architectures above this many parameters (the largest preset has 5.6 M): a model
+file is small, but the network its config describes is allocated in full."""
+MAX_BLOCKS, MAX_CHANNELS, MAX_HIDDEN, MAX_LAYERS = 64, 1024, 8192, 32
+"""Bounds of single architecture keys, checked before anything is allocated."""
+
+
+def parameter_count(config: dict[str, Any]) -> int:
+    """Trainable parameters of a resolved architecture config, computed without building it."""
+    cells = HEIGHT * WIDTH
+    if config["arch"] == "resnet":
+        c, b, v = config["channels"], config["blocks"], config["value_hidden"]
+        stem = 3 * c * 9 + 2 * c
+        block = 2 * (c * c * 9 + 2 * c)
+        policy = c * 2 + 4 + 2 * cells * WIDTH + WIDTH
+        value = c + 2 + cells * v + v + v + 1
+        return stem + b * block + policy + value
+    widths = [cells + 1, *config["hidden"]]
+    body = sum(a * b + b for a, b in itertools.pairwise(widths))
+    last = widths[-1]
+    return body + last * WIDTH + WIDTH + last * 32 + 32 + 32 + 1
+
+
+def _check_bounds(config: dict[str, Any]) -> None:
+    limits = {"blocks": MAX_BLOCKS, "channels": MAX_CHANNELS, "value_hidden": MAX_HIDDEN}
+    for key, limit in limits.items():
+        if key in config and config[key] > limit:
+            raise ValueError(f"model config key {key!r} = {config[key]} is above the limit {limit}")
+    hidden = config.get("hidden", [])
+    if len(hidden) > MAX_LAYERS or any(h > MAX_HIDDEN for h in hidden):
+        raise ValueError(
+            f"model config key 'hidden' = {hidden!r} is above the limits ({MAX_LAYERS} layers "
+            f"of at most {MAX_HIDDEN} units)"
+        )
+    count = parameter_count(config)
+    if count > MAX_PARAMETERS:
+        raise ValueError(
+            f"model config {config!r} has {count:,} parameters, above the limit {MAX_PARAMETERS:,}"
+        )
+
+
 def _check_positive_int(key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"model config key {key!r} must be a positive integer, got {value!r}")
@@ -199,6 +241,7 @@ def resolve_config(config: dict[str, Any] | str) -> dict[str, Any]:
                 f"model config key 'hidden' must be a non-empty list of ints, got {hidden!r}"
             )
         out["hidden"] = [_check_positive_int("hidden", h) for h in hidden]
+    _check_bounds(out)  # before anything is allocated
     return out
 
 

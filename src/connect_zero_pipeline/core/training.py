@@ -94,6 +94,7 @@ class TrainConfig:
             self.num_threads,
             "null or >= 1",
         )
+        check(self.lr > 0, "lr", self.lr, "> 0")
         check(0 < self.lr_min <= self.lr, "lr_min", self.lr_min, f"in (0, lr={self.lr}]")
         check(self.weight_decay >= 0, "weight_decay", self.weight_decay, ">= 0")
         check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")
@@ -108,8 +109,23 @@ class TrainConfig:
         )
 
 
+def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``table`` has the self-play training columns
+    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value`` if asked), without nulls."""
+    needed = ["position", "mask", *PI_COLUMNS, "z", *(["root_value"] if root_value else [])]
+    missing = [c for c in needed if c not in table.columns]
+    if missing:
+        raise ValueError(f"self-play table {name} lacks column(s) {missing}")
+    nulls = [c for c in needed if table[c].isna().any()]
+    if nulls:
+        raise ValueError(f"self-play table {name} has null values in column(s) {nulls}")
+
+
 def games_to_tensors(
-    tables: Sequence[pd.DataFrame], mirror: bool = True, root_value_weight: float = 0.0
+    tables: Sequence[pd.DataFrame],
+    mirror: bool = True,
+    root_value_weight: float = 0.0,
+    names: Sequence[str] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Self-play tables -> training tensors.
 
@@ -120,16 +136,20 @@ def games_to_tensors(
         root_value_weight: the value target is ``(1 - w) * z + w * root_value``;
             0 is AlphaZero's game outcome. Mixing in the search's own estimate
             lowers the target's noise when games are short and play is weak.
+        names: the tables' names for error messages (default: their index).
+
+    Raises:
+        ValueError: naming the table, for a missing column or a null value.
 
     Returns:
         ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]`` (the value target).
     """
     if not tables:
         raise ValueError("no self-play tables to train on")
+    names = list(names) if names is not None else [f"#{i}" for i in range(len(tables))]
+    for table, name in zip(tables, names, strict=True):
+        check_games_table(table, name, root_value=bool(root_value_weight))
     df = pd.concat(list(tables), ignore_index=True)
-    missing = [c for c in ["position", "mask", *PI_COLUMNS, "z"] if c not in df.columns]
-    if missing:
-        raise ValueError(f"self-play table lacks column(s) {missing}")
     position = torch.from_numpy(df["position"].to_numpy(np.uint64).view(np.int64).copy())
     mask = torch.from_numpy(df["mask"].to_numpy(np.uint64).view(np.int64).copy())
     boards = to_boards(State(position, mask, torch.zeros_like(mask)))  # (N, 6, 7)

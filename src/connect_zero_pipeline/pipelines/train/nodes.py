@@ -9,6 +9,7 @@ from torch import nn
 
 from ...core.config import mix_seed, resolve_device
 from ...core.training import games_to_tensors, train_model, train_steps
+from ...naming import generation_name
 from ..params import parse_section
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,12 @@ def train_generation(
     schedule spans the whole run.
     """
     (cfg,) = parse_section("train", params)
+    first = generation - len(games) + 1  # the window is gen_{first} .. gen_{generation}
     boards, pi, z = games_to_tensors(
-        games, mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
+        games,
+        mirror=cfg.mirror,
+        root_value_weight=cfg.root_value_weight,
+        names=[f"{generation_name(first + i)}.games" for i in range(len(games))],
     )
     if boards.shape[0] == 0:
         raise ValueError(
