@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,64 @@ def bitboard_arrays(moves: list[str]):
         np.array([p for p, _ in pairs], dtype=np.uint64),
         np.array([m for _, m in pairs], dtype=np.uint64),
     )
+
+
+KEDRO = str(Path(sys.executable).with_name("kedro"))
+# A whole tiny alphazero run as `--params` (the issue's reproduction sizes, one worker).
+TINY_CLI = {
+    "selfplay.num_games": 8,
+    "selfplay.sims": 2,
+    "selfplay.moves_per_gen": 48,
+    "selfplay.workers": 1,
+    "train.batch_size": 16,
+    "evaluate.mcts_sims": 2,
+    "evaluate.previous_games": 2,
+    "evaluate.previous_sims": 2,
+}
+
+
+def cli_params(params: dict) -> str:
+    """``{"a.b": 1}`` -> ``"a.b=1"``, as ``kedro run --params`` takes them."""
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None):
+    """``kedro <args>`` in a real subprocess in ``project`` (or ``cwd``).
+
+    ``wait``: return the finished ``CompletedProcess``; else the running ``Popen``.
+    """
+    import subprocess
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    command = [KEDRO, *args]
+    if not wait:
+        return subprocess.Popen(
+            command,
+            cwd=cwd or project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    return subprocess.run(
+        command, cwd=cwd or project, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def files_under(folder: Path) -> set[str]:
+    """Every file below ``folder``, as relative paths."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def model_digest(path: Path) -> str:
+    """A checksum of a model file's weights (not of its pickled bytes)."""
+    import hashlib
+
+    import torch
+
+    state = torch.load(path, weights_only=True)["state_dict"]
+    h = hashlib.sha256()
+    for key in sorted(state):
+        h.update(key.encode())
+        h.update(state[key].numpy().tobytes())
+    return h.hexdigest()

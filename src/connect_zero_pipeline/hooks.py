@@ -43,7 +43,7 @@ from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from .naming import LEARNING_CURVES, MODEL_OUTPUTS, metric_name, parse_step, stage_of
-from .runs import run_identity
+from .runs import RunRefused, run_identity
 
 log = logging.getLogger(__name__)
 
@@ -193,9 +193,14 @@ class RunStartHook:
 
         params = dict(context.config_loader["parameters"])
         set_registry_params(None)
-        validate_params(params)  # an unknown key or a bad value stops the run here
-        set_registry_params(params)
-        run_identity.check(context)  # an unknown run or other parameters stop a resume here
+        try:
+            validate_params(params)  # an unknown key or a bad value stops the run here
+            set_registry_params(params)
+            run_identity.check(context)  # an unknown run or other parameters stop a resume
+        except RunRefused:
+            raise
+        except ValueError as exc:
+            raise RunRefused(str(exc)) from exc
         try:
             mlflow_conf = context.config_loader["mlflow"]
         except Exception:  # no mlflow.yml: kedro-mlflow's defaults, nothing to prepare

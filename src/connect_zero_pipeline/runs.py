@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import click
 from kedro.framework.hooks import hook_impl
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,14 @@ MANIFESTS = Path("data") / "runs"
 """Where run manifests live, relative to the project root."""
 RESUME_KEY = "resume"
 """The top-level parameter that names the run to resume."""
+
+
+class RunRefused(click.ClickException, ValueError):
+    """A run refused before any work (bad parameters, a resume that cannot work).
+
+    A ``ValueError`` for code that runs sessions in-process; on the command
+    line, click prints ``Error: <message>`` (no traceback) and exits with 1.
+    """
 
 
 def manifest_path(root: Path, run_id: str) -> Path:
@@ -163,13 +172,13 @@ class RunIdentityHook:
         if self.resumed is not None:
             run_id = self.resumed["run_id"]
             if not run_params.get("only_missing_outputs"):
-                raise ValueError(
+                raise RunRefused(
                     f"resume={run_id!r} needs --only-missing-outputs (finished nodes would run "
                     f"again): kedro run --only-missing-outputs --params resume={run_id}, "
                     f"or make resume RUN={run_id}"
                 )
             if sorted(self.resumed.get("pipelines") or ["__default__"]) != names:
-                raise ValueError(
+                raise RunRefused(
                     f"resume={run_id!r}: that run ran pipelines {self.resumed.get('pipelines')}, "
                     f"this one {names}"
                 )

@@ -1,0 +1,217 @@
+"""Bad input fails before any work; killed parents take their workers with them; bounds hold."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli
+
+# ---------------------------------------------------------------------------
+# Parameters are checked before the first node (and before the MLflow store)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ("selfply.sims=3", "unknown parameter 'selfply'; did you mean 'selfplay'?"),
+        (
+            "alphazero.num_generationz=3",
+            "unknown parameter 'alphazero.num_generationz'; did you mean "
+            "'alphazero.num_generations'?",
+        ),
+        ("evaluate.num_games=-5", "evaluate.num_games must be >= 200"),
+        ("train.lr=-1", "train.lr must be > 0, got -1"),
+    ],
+)
+def test_bad_parameters_exit_non_zero_and_write_nothing(kedro_project, params, message):
+    before = files_under(kedro_project)
+    res = kedro_cli(kedro_project, "run", "--params", params)
+    assert res.returncode != 0
+    assert message in res.stdout + res.stderr
+    assert files_under(kedro_project) == before  # no data, no mlflow.db, no mlruns/
+
+
+def test_every_config_is_checked_in_process_too(kedro_project):
+    from tests.conftest import run_kedro
+
+    with pytest.raises(ValueError, match=r"selfplay\.sims must be an integer, got 'many'"):
+        run_kedro(kedro_project, "alphazero", {"selfplay.sims": "many"})
+    assert not (kedro_project / "mlflow.db").exists()
+
+
+# ---------------------------------------------------------------------------
+# Workers die with their parent
+# ---------------------------------------------------------------------------
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - out
+        out |= frontier
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_self_play_workers_die_when_kedro_is_killed(pons_project):
+    params = {
+        **TINY_CLI,
+        "selfplay.workers": 2,
+        "selfplay.num_games": 64,
+        "selfplay.sims": 16,
+        "selfplay.moves_per_gen": 400,  # minutes of self-play: killed long before the end
+        "alphazero.num_generations": 1,
+    }
+    proc = kedro_cli(pons_project, "run", "--params", cli_params(params), wait=False)
+    deadline = time.monotonic() + 120
+    workers: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        if len(workers) >= 3:  # the progress manager and two pool workers
+            time.sleep(1.0)  # let them finish starting up
+            workers = _children(proc.pid)
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None and len(workers) >= 3, f"no workers seen: {workers}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.2)
+    survivors = [p for p in workers if _alive(p)]
+    for p in survivors:  # do not leave them behind either way
+        os.kill(p, signal.SIGKILL)
+    assert survivors == [], f"workers outlived the killed kedro process by 10 s: {survivors}"
+
+
+# ---------------------------------------------------------------------------
+# Bounds
+# ---------------------------------------------------------------------------
+
+
+def test_a_tiny_file_asking_for_a_huge_network_is_refused_before_allocating(tmp_path):
+    from connect_zero_pipeline.core.checkpoint import FORMAT, load_model
+
+    path = tmp_path / "huge.pt"
+    config = {"arch": "resnet", "blocks": 40, "channels": 4096, "value_hidden": 32}
+    torch.save({"format": FORMAT, "config": config, "state_dict": {}, "meta": {}}, path)
+    assert path.stat().st_size < 4096
+    with pytest.raises(ValueError, match="is above the limit 1024"):
+        load_model(path)
+    config = {"arch": "resnet", "blocks": 64, "channels": 1000, "value_hidden": 32}
+    torch.save({"format": FORMAT, "config": config, "state_dict": {}, "meta": {}}, path)
+    with pytest.raises(ValueError, match=r"parameters, above the limit 50,000,000"):
+        load_model(path)
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "play", "--model", str(path)],
+        capture_output=True,
+        text=True,
+        input="q\n",
+        timeout=120,
+    )
+    assert res.returncode != 0 and "above the limit" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_score_and_solve_refuse_unbounded_input(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "score", "--file", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode != 0 and "is larger than 64 MiB" in res.stderr
+    late = "664163221317133624532157163764"  # a late position: solved at once
+    long_line = "4" * 100_000 + f"\n{late}\n"
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "solve", "--tt-log2", "16"],
+        capture_output=True,
+        text=True,
+        input=long_line,
+        timeout=120,
+    )
+    assert "line 1: longer than 256 characters" in res.stderr
+    assert res.stdout.splitlines()[0] == "" and res.stdout.splitlines()[1].startswith(late + " ")
+
+
+# ---------------------------------------------------------------------------
+# The play server
+# ---------------------------------------------------------------------------
+
+
+def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_path):
+    from connect_zero_pipeline.commands.play import make_server
+
+    (tmp_path / "index.html").write_text("<p>hi</p>")
+    server = make_server(tmp_path, 0)
+    assert server.request_queue_size >= 128
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host, port = server.server_address
+    try:
+        with socket.create_connection((host, port), timeout=30) as idle:
+            idle.settimeout(30)
+            start = time.monotonic()
+            assert idle.recv(1) == b""  # the server closed the idle connection
+            assert time.monotonic() - start < 20
+        for path in ("/%00", "/..%2f..%2fetc%2fpasswd", "/index.html"):
+            with socket.create_connection((host, port), timeout=10) as conn:
+                conn.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+                status = conn.recv(64).split(b"\r\n")[0]
+            expected = b"200" if path == "/index.html" else b"40"
+            assert expected in status, (path, status)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_play_rejects_a_bad_port_and_a_table_as_a_model(pons_project):
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "play", "--web", "--port", "99999"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2 and "must be a port in [0, 65535], got '99999'" in res.stderr
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "play", "--dataset", "pons_positions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=pons_project,
+        input="q\n",
+    )
+    assert res.returncode != 0
+    assert "catalog entry 'pons_positions' is not a model (it holds a DataFrame)" in res.stderr
+    assert "Traceback" not in res.stderr

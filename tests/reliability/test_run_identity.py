@@ -1,0 +1,174 @@
+"""A run reads only its own versions: kill and resume, two runs at once, a copied project.
+
+Real `kedro run` subprocesses at the issue's tiny sizes, in projects that
+already hold other runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from connect_zero_pipeline.runs import known_runs, read_manifest
+from tests.conftest import (
+    TINY_CLI,
+    cli_params,
+    files_under,
+    kedro_cli,
+    mlflow_client,
+    model_digest,
+    versions,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _runs(project: Path) -> list:
+    client = mlflow_client(project)
+    exp = client.get_experiment_by_name("connect_zero_pipeline")
+    return client.search_runs([exp.experiment_id]) if exp else []
+
+
+def _run_file(project: Path, relpath: str, run_id: str) -> Path:
+    return project / relpath / run_id / Path(relpath).name
+
+
+def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> None:
+    """Every generation's model and the published, exported model are this run's."""
+    for k in range(last_generation + 1):
+        assert run_id in versions(project, f"data/06_models/gen_{k:03d}/model.pt"), k
+    last = _run_file(project, f"data/06_models/gen_{last_generation:03d}/model.pt", run_id)
+    published = _run_file(project, "data/06_models/latest_model.pt", run_id)
+    assert model_digest(published) == model_digest(last)
+    assert _run_file(project, "data/06_models/onnx_model.onnx", run_id).is_file()
+
+
+def test_a_killed_run_resumes_by_its_id_with_its_own_versions(pons_project):
+    project = pons_project
+    params = cli_params({**TINY_CLI, "alphazero.num_generations": 3})
+    earlier = kedro_cli(
+        project,
+        "run",
+        "--params",
+        cli_params({**TINY_CLI, "alphazero.num_generations": 3, "model.seed": 5}),
+    )
+    assert earlier.returncode == 0, earlier.stdout[-2000:] + earlier.stderr[-2000:]
+    (earlier_id,) = known_runs(project)
+
+    proc = kedro_cli(project, "run", "--params", params, wait=False)
+    deadline = time.monotonic() + 300
+    run_id = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        ids = [r for r in known_runs(project) if r != earlier_id]
+        if ids:
+            run_id = ids[0]
+            games = _run_file(project, "data/05_model_input/selfplay/gen_002/games.parquet", run_id)
+            if games.exists():
+                break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert run_id is not None
+    assert not _run_file(project, "data/06_models/gen_003/model.pt", run_id).exists()
+    assert read_manifest(project, run_id)["status"] == "running"  # killed: never finished
+
+    # A plain --only-missing-outputs run is a new run: it never takes the killed run's files.
+    resumed = kedro_cli(
+        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{params}"
+    )
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    _assert_own_lineage(project, run_id, 3)
+    # Finished work was skipped: one version of gen_001 and gen_002's games for this run.
+    assert versions(project, "data/06_models/gen_001/model.pt") == sorted([earlier_id, run_id])
+    assert versions(project, "data/05_model_input/selfplay/gen_002/games.parquet") == sorted(
+        [earlier_id, run_id]
+    )
+    manifest = read_manifest(project, run_id)
+    assert manifest["status"] == "finished" and len(manifest["resumed"]) == 1
+    runs = _runs(project)
+    assert {r.info.status for r in runs} == {"FINISHED"}, [
+        (r.info.run_name, r.info.status) for r in runs
+    ]
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert sorted(p.data.tags["run_id"] for p in parents) == sorted([earlier_id, run_id])
+    parent = next(p for p in parents if p.data.tags["run_id"] == run_id)
+    assert parent.info.run_id == manifest["mlflow_run_id"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(c.info.run_name for c in children) == ["gen_000", "gen_001", "gen_002", "gen_003"]
+
+
+def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
+    project = pons_project
+    before = files_under(project / "data")
+    unknown = kedro_cli(
+        project, "run", "--only-missing-outputs", "--params", "resume=2020-01-01T00.00.00.000Z"
+    )
+    assert unknown.returncode != 0
+    assert "resume='2020-01-01T00.00.00.000Z': no such run" in unknown.stdout + unknown.stderr
+    assert files_under(project / "data") == before
+    assert not (project / "mlflow.db").exists()
+    # A run id with other parameters (a changed structure) is refused too.
+    run_id = "2026-01-01T00.00.00.000Z"
+    manifest = {"run_id": run_id, "pipelines": ["__default__"], "env": None, "status": "running"}
+    manifest["params"] = {"alphazero": {"num_generations": 2}}
+    (project / "data" / "runs").mkdir(parents=True, exist_ok=True)
+    (project / "data" / "runs" / f"{run_id}.json").write_text(json.dumps(manifest))
+    changed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
+    assert changed.returncode != 0
+    assert "alphazero.num_generations: 2 -> 20" in changed.stdout + changed.stderr
+    assert not (project / "mlflow.db").exists()
+
+
+def test_two_runs_at_once_each_export_their_own_model(pons_project):
+    project = pons_project
+    (project / "conf" / "local" / "mlflow.yml").unlink()  # the project's own store, fresh
+    procs = []
+    for seed in (1, 2):
+        params = cli_params({**TINY_CLI, "alphazero.num_generations": 2, "model.seed": seed})
+        procs.append(kedro_cli(project, "run", "--params", params, wait=False))
+        time.sleep(0.7)
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    for proc, out in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out[-3000:]
+    ids = known_runs(project)
+    assert len(ids) == 2
+    digests = set()
+    for run_id in ids:
+        _assert_own_lineage(project, run_id, 2)
+        digests.add(model_digest(_run_file(project, "data/06_models/latest_model.pt", run_id)))
+        assert _run_file(project, "data/08_reporting/learning_curves.png", run_id).is_file()
+    assert len(digests) == 2  # two seeds, two models
+    runs = _runs(project)
+    assert len([r for r in runs if "mlflow.parentRunId" not in r.data.tags]) == 2
+    assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+def test_a_copied_project_writes_only_into_itself(pons_project, tmp_path):
+    original = pons_project
+    (original / "conf" / "local" / "mlflow.yml").unlink()  # the default store: <root>/mlflow.db
+    params = cli_params({**TINY_CLI, "alphazero.num_generations": 1})
+    first = kedro_cli(original, "run", "--params", params)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    before = files_under(original / "mlruns")
+    assert before
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy, symlinks=True)
+    (copy / "notebooks").mkdir(exist_ok=True)
+    # Started from a subfolder, as a notebook would be: the store is still the project's.
+    second = kedro_cli(copy, "run", "--params", params, cwd=copy / "notebooks")
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert files_under(original / "mlruns") == before
+    assert files_under(copy / "mlruns") > before
+    assert not (copy / "notebooks" / "mlflow.db").exists()
+    client = mlflow_client(copy)
+    exp = client.get_experiment_by_name("connect_zero_pipeline")
+    assert exp.artifact_location == (copy / "mlruns").as_uri()
+    for run in client.search_runs([exp.experiment_id]):
+        assert run.info.artifact_uri.startswith((copy / "mlruns").as_uri()), run.info.artifact_uri
