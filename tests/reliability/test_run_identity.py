@@ -103,6 +103,18 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(pons_project):
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(c.info.run_name for c in children) == ["gen_000", "gen_001", "gen_002", "gen_003"]
 
+    # Resuming the finished run again finds nothing to do: no file, no registry version.
+    client = mlflow_client(project)
+    registered = len(client.search_model_versions("name = 'connect-zero'"))
+    before = files_under(project / "data")
+    again = kedro_cli(
+        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{params}"
+    )
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert files_under(project / "data") - before <= {f"runs/{run_id}.json"}
+    assert len(client.search_model_versions("name = 'connect-zero'")) == registered
+    assert {r.info.status for r in _runs(project)} == {"FINISHED"}
+
 
 def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     project = pons_project
