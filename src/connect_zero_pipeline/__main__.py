@@ -1,4 +1,4 @@
-"""Entry point: ``python -m connect_zero_pipeline [solve|bench|play|score] ...``.
+"""Entry point: ``python -m connect_zero_pipeline [solve|bench|play|benchmark|score] ...``.
 
 Without one of the project commands below, the arguments go to Kedro's run
 command, as in every Kedro project (``python -m connect_zero_pipeline`` is
@@ -7,8 +7,9 @@ command, as in every Kedro project (``python -m connect_zero_pipeline`` is
 - ``solve [--weak] [--analyze]``: perfect solver on move strings from stdin.
 - ``bench NAME``: benchmarks, one JSON line per figure.
 - ``play [--web] [--model PATH] [--sims N]``: play the trained agent.
-- ``score --file PATH [--model PATH]``: the network alone on a Pons position
-  file, labelled by the solver; one JSON line of metrics per file.
+- ``benchmark --file PATH [--model PATH] [--sims 0,32,600]``: the network
+  alone and MCTS agents on Pons position files, labelled by the solver; one
+  JSON line per file and agent. ``score`` is the same command.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ COMMANDS = {
     "solve": "connect_zero_pipeline.commands.solve",
     "bench": "connect_zero_pipeline.bench",
     "play": "connect_zero_pipeline.commands.play",
-    "score": "connect_zero_pipeline.commands.score",
+    "benchmark": "connect_zero_pipeline.commands.benchmark",
+    "score": "connect_zero_pipeline.commands.benchmark",  # the same command, older name
 }
 
 
@@ -30,6 +32,8 @@ def main(*args, **kwargs) -> Any:
     argv = list(args[0]) if args else sys.argv[1:]
     if argv and argv[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[argv[0]])
+        if argv[0] == "score":
+            return sys.exit(module.main(argv[1:], prog="score"))
         return sys.exit(module.main(argv[1:]))
 
     from kedro.framework.cli.utils import find_run_command

@@ -60,7 +60,7 @@ def _perfect_fn(table: pd.DataFrame):
 def test_perfect_policy_scores_one():
     table = _labelled(ROWS)
     m = solver_set_metrics(_perfect_fn(table), table)
-    assert m["acc"] == 1.0 and m["val_signacc"] == 1.0
+    assert m["acc"] == 1.0 and m["val_signacc"] == 1.0 and m["weak_acc"] == 1.0
     assert m["ce"] < 1e-3  # nearly all the policy mass sits on optimal moves
     assert (
         m["count"] == 4 and m["count_begin"] == 2 and m["count_middle"] == 1 and m["count_end"] == 1
@@ -81,9 +81,56 @@ def test_uniform_policy_ce_is_analytic_and_illegal_columns_are_masked():
     # The argmax of equal logits is the first legal column: optimal in rows 2, 3 and 4
     # (in row 3 column 1 is full, so the masked argmax is column 2).
     assert m["acc"] == pytest.approx(3 / 4)
+    assert m["weak_acc"] == pytest.approx(3 / 4) and m["weak_acc_end"] == 1.0
     # Value -0.5 everywhere; decided rows have best 1, 2, 5: all positive -> sign wrong.
     assert m["val_signacc"] == 0.0
     assert "val_signacc_middle" not in m  # only a draw there
+
+
+def test_weak_accuracy_counts_the_outcome_class_not_the_exact_score():
+    # Row 0 (best 1): column 5 scores 0, a draw where a win was best: a strict miss and a
+    # weak mistake. Rows 1 and 2: columns 1 and 2 are optimal.
+    table = _labelled(ROWS[:3])
+    picks = {0: 4, 1: 0, 2: 1}  # a draw where a win was best; optimal; optimal
+    keys = {b.tobytes(): i for i, b in enumerate(bb.to_boards(solver_labels(table)[0]).numpy())}
+
+    def fn(boards):
+        logits = torch.zeros(boards.shape[0], 7)
+        for j, b in enumerate(boards.numpy()):
+            logits[j, picks[keys[b.tobytes()]]] = 5.0
+        return logits, torch.zeros(boards.shape[0])
+
+    m = solver_set_metrics(fn, table)
+    assert m["acc"] == pytest.approx(2 / 3) and m["weak_acc"] == pytest.approx(2 / 3)
+    # A non-optimal move of the best class is a strict miss but no weak mistake.
+    table2 = _labelled([("4444", [2, 2, -3, -4, -3, 2, 3])])  # column 7 best (3), 1 wins too
+    m2 = solver_set_metrics(
+        lambda b: (torch.tensor([[5.0, 0, 0, 0, 0, 0, 0]]), torch.zeros(1)), table2
+    )
+    assert m2["acc"] == 0.0 and m2["weak_acc"] == 1.0
+
+
+def test_the_mcts_agent_is_scored_on_its_most_visited_move():
+    from connect_zero_pipeline.core.evaluation import search_agent_metrics
+
+    def prefers(column: int):
+        def fn(boards):
+            logits = torch.full((boards.shape[0], 7), -4.0)
+            logits[:, column] = 4.0
+            return logits, torch.zeros(boards.shape[0])
+
+        return fn
+
+    end, draw = _labelled([ROWS[2]]), _labelled([ROWS[3]])  # see ROWS for their scores
+    assert search_agent_metrics(prefers(1), end, sims=16) == {
+        "strict_acc": 1.0,
+        "weak_acc": 1.0,
+        "count": 1.0,
+    }
+    assert search_agent_metrics(prefers(3), end, sims=16)["weak_acc"] == 0.0  # -1: a loss
+    assert search_agent_metrics(prefers(0), draw, sims=16)["strict_acc"] == 1.0
+    both = search_agent_metrics(prefers(4), _labelled(ROWS[2:]), sims=16, batch_size=1)
+    assert both == {"strict_acc": 0.0, "weak_acc": 0.0, "count": 2.0}
 
 
 def test_missing_columns_are_named():

@@ -5,7 +5,10 @@ with the exact score of every move (``score_1..score_7``, null for a full
 column, and ``best_score``; docs/architecture.md §4). A move is *optimal* when its score
 equals ``best_score``.
 
-- ``acc``: the top legal move of the policy is optimal.
+- ``acc``: the top legal move of the policy is optimal (strict: its exact
+  score is the best score).
+- ``weak_acc``: the top legal move keeps the best outcome class (win, draw or
+  loss under perfect play); ``1 - weak_acc`` is AlphaZero.jl's weak-mistake rate.
 - ``ce``: ``-log`` of the policy mass (softmax over legal columns) on the
   optimal moves.
 - ``val_signacc``: the value head has the sign of ``best_score``, on positions
@@ -74,15 +77,18 @@ def solver_set_metrics(
         positions: a solver-labelled table (``pons_positions`` schema).
 
     Returns:
-        ``{"acc", "ce", "val_signacc", "count", "acc_begin", ..., "count_end"}``;
+        ``{"acc", "weak_acc", "ce", "val_signacc", "count", "acc_begin", ..., "count_end"}``;
         a bucket with no positions is left out.
     """
     state, optimal, best, ply = solver_labels(positions)
+    outcome = torch.from_numpy(np.sign(positions[SCORE_COLUMNS].astype("float64").to_numpy()))
     logits, value = _forward(evaluate_fn, to_boards(state), batch_size)
     legal = legal_mask(state)  # (N, 7)
     logp = F.log_softmax(logits.masked_fill(~legal, float("-inf")), dim=1)  # (N, 7)
     top = logp.argmax(1)
     hit = optimal.gather(1, top[:, None]).squeeze(1)  # (N,)
+    # Weak: the top move keeps the best outcome class (win / draw / loss under perfect play).
+    weak_hit = outcome.gather(1, top[:, None]).squeeze(1) == torch.sign(best.double())  # (N,)
     ce = -torch.logsumexp(logp.masked_fill(~optimal, float("-inf")), dim=1)  # (N,)
     decided = best != 0
     sign_ok = torch.sign(value) == torch.sign(best.float())
@@ -90,6 +96,7 @@ def solver_set_metrics(
     def summary(sel: torch.Tensor, suffix: str) -> dict[str, float]:
         out = {
             f"acc{suffix}": float(hit[sel].double().mean()),
+            f"weak_acc{suffix}": float(weak_hit[sel].double().mean()),
             f"ce{suffix}": float(ce[sel].double().mean()),
             f"count{suffix}": float(sel.sum()),
         }
@@ -106,6 +113,37 @@ def solver_set_metrics(
         if bool(sel.any()):
             metrics.update(summary(sel, f"_{name}"))
     return metrics
+
+
+def search_agent_metrics(
+    evaluate_fn: EvaluateFn, positions: pd.DataFrame, sims: int, batch_size: int = 256
+) -> dict[str, float]:
+    """The MCTS agent (``sims`` simulations, no noise, most visited move) on a labelled set.
+
+    Returns:
+        ``strict_acc`` (the move has the best exact score), ``weak_acc`` (it
+        keeps the best outcome class) and ``count``; positions are searched
+        ``batch_size`` at a time, all together on the batched tree.
+    """
+    from .mcts import MCTSConfig, search
+
+    state, optimal, best, _ = solver_labels(positions)
+    outcome = torch.from_numpy(np.sign(positions[SCORE_COLUMNS].astype("float64").to_numpy()))
+    config = MCTSConfig(sims=sims)
+    picks = []
+    for i in range(0, state.batch_size, batch_size):
+        sub = state.take(torch.arange(i, min(i + batch_size, state.batch_size)))
+        visits = search(sub, evaluate_fn, config).visit_counts  # (b, 7)
+        picks.append(visits.masked_fill(~legal_mask(sub), -1).argmax(1))  # ties: lowest column
+    top = torch.cat(picks) if picks else torch.zeros(0, dtype=torch.int64)
+    hit = optimal.gather(1, top[:, None]).squeeze(1)
+    weak_hit = outcome.gather(1, top[:, None]).squeeze(1) == torch.sign(best.double())
+    n = max(len(top), 1)
+    return {
+        "strict_acc": float(hit.sum()) / n,
+        "weak_acc": float(weak_hit.sum()) / n,
+        "count": float(len(top)),
+    }
 
 
 def win_rates(

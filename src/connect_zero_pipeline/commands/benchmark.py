@@ -1,27 +1,44 @@
-"""``python -m connect_zero_pipeline score``: a trained network, alone, on any file of positions.
+"""``python -m connect_zero_pipeline benchmark``: a trained agent on any file of positions.
 
 Usage::
 
-    python -m connect_zero_pipeline score --file PATH [--file PATH ...]
-                                          [--model PATH | --dataset NAME]
-                                          [--max-nodes N] [--batch-size N]
+    python -m connect_zero_pipeline benchmark --file PATH [--file PATH ...]
+                                              [--model PATH | --dataset NAME]
+                                              [--sims 0,32,600] [--max-nodes N]
+                                              [--cache DIR | --cache none] [--batch-size N]
+
+``score`` is the same command (``--sims 0`` by default: the network alone).
 
 Each file holds one position per line in Pascal Pons' benchmark format,
-``<moves> [<score>]`` (``tests/data/pons/Test_L2_R1``); only the
-moves are read, the expected score is ignored. Empty lines are skipped. The
-model is chosen as by ``play`` (:mod:`.model_source`): ``--model`` a model
-file or a versioned folder (its latest version), else the latest version of
-the catalog entry ``--dataset`` (default ``latest_model``).
+``<moves> [<score>]`` (``tests/data/pons/Test_L2_R1``); only the moves are
+read, the expected score is ignored. Empty lines are skipped. The model is
+chosen as by ``play`` (:mod:`.model_source`): ``--model`` a model file or a
+versioned folder (its latest version), else the latest version of the catalog
+entry ``--dataset`` (default ``latest_model``).
 
-For each file, every position is analysed by the perfect solver (the exact
-score of all 7 moves, with the ``pons`` pipeline's :class:`~..core.labelling.Labeller`
-on every core, within ``--max-nodes`` nodes per position, 0 for no limit), giving the labelled
-table that :mod:`..core.evaluation` reads, and the network is scored on it
-with :func:`~..core.evaluation.solver_set_metrics`. One JSON line per file::
+Every move of every position is labelled by the perfect solver, with the
+``pons`` pipeline's :class:`~..core.labelling.Labeller` on every core, within
+``--max-nodes`` nodes per position (0: no limit; positions over budget are
+skipped and counted), through the persistent solver cache ``--cache`` (by
+default the project's ``data/02_intermediate/solver_cache`` when run inside
+the project). Then each agent plays every position:
 
-    {"file": "tests/data/pons/Test_L2_R1", "model": "<path>", "positions": 1000,
-     "decisive": 998, "skipped": 0, "acc": ..., "ce": ..., "count": 1000.0,
-     "val_signacc": ..., "acc_middle": ..., ..., "acc_decisive": ..., ...}
+- ``--sims 0``: the network alone (its most probable legal move), scored with
+  :func:`~..core.evaluation.solver_set_metrics` (``acc``, ``ce``,
+  ``val_signacc``, per ply bucket, and the same over decisive positions with
+  the suffix ``_decisive``);
+- ``--sims N``: the MCTS agent with N simulations, no noise, greedy on the
+  visit counts (:func:`~..core.evaluation.search_agent_metrics`).
+
+One JSON line per file and agent, with ``strict_acc`` (the chosen move has
+the best exact score), ``weak_mistake_rate`` (AlphaZero.jl's: the chosen
+move's outcome class, win, draw or loss under perfect play, is worse than the
+best move's) and ``weak_mistakes``, over ``count`` positions, and ``seconds``::
+
+    {"file": "tests/data/pons/Test_L2_R1", "model": "<path>", "agent": "mcts-600",
+     "sims": 600, "positions": 1000, "decisive": 998, "skipped": 0, "count": 1000.0,
+     "strict_acc": ..., "weak_acc": ..., "weak_mistake_rate": ..., "weak_mistakes": 4,
+     "seconds": ...}
 
 - ``positions``: positions read from the file; ``skipped``: those over the
   node budget, left out of every metric (``count = positions - skipped``);
@@ -41,6 +58,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -53,11 +71,26 @@ EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 
 
-def _parse_args(argv: list[str]) -> argparse.Namespace:
+def _sims(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated integers >= 0 like 0,32,600, got {text!r}"
+        ) from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated integers >= 0 like 0,32,600, got {text!r}"
+        )
+    return values
+
+
+def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m connect_zero_pipeline score",
-        description="Score a trained network alone on files of positions in Pons' benchmark "
-        "format, labelled by the perfect solver; one JSON line per file.",
+        prog=f"python -m connect_zero_pipeline {prog}",
+        description="Score a trained agent (the network alone and MCTS agents) on files of "
+        "positions in Pons' benchmark format, labelled by the perfect solver; one JSON line "
+        "per file and agent.",
     )
     parser.add_argument(
         "--file",
@@ -74,6 +107,20 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         default=0,
         metavar="N",
         help="skip a position after N search nodes (default 0: no limit)",
+    )
+    parser.add_argument(
+        "--sims",
+        type=_sims,
+        default=[0],
+        metavar="N[,N...]",
+        help="agents: 0 is the network alone, N > 0 MCTS with N simulations (default 0)",
+    )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="persistent solver cache (default: the project's data/02_intermediate/"
+        "solver_cache inside a Kedro project; 'none': no cache)",
     )
     parser.add_argument(
         "--batch-size",
@@ -201,31 +248,68 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{len(errors)} invalid line(s): nothing scored", file=stderr, flush=True)
         return EXIT_BAD_INPUT
 
-    from ..core.inference import torch_evaluate_fn
-    from ..core.labelling import Labeller
+    from ..core.evaluation import search_agent_metrics
+    from ..core.inference import make_evaluate_fn, torch_evaluate_fn
+    from ..core.labelling import Labeller, SolvedCache
     from ..executors import chunk_runner
 
     model, description = resolve_model(args.model, args.dataset)
-    evaluate_fn = torch_evaluate_fn(model, "cpu")
-    runner = chunk_runner("local", workers=0)  # every core; one in-memory cache
-    with Labeller(max_nodes=args.max_nodes, run_chunks=runner) as labeller:
+    network_fn = torch_evaluate_fn(model, "cpu")
+    search_fn = make_evaluate_fn(model, "cpu", "auto") if any(args.sims) else None
+    cache = SolvedCache(_cache_dir(args.cache))
+    runner = chunk_runner("local", workers=0)  # every core
+    with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner) as labeller:
         for path, table in zip(paths, tables, strict=True):
             labelled, skipped = label_positions(table, labeller, desc=path.name)
-            record = {
-                "file": str(path),
-                "model": description,
-                "positions": len(table),
-                "decisive": int(labelled["decisive"].sum()),
-                "skipped": skipped,
-                **score_table(evaluate_fn, labelled, args.batch_size),
-            }
-            print(json.dumps(record), file=stdout, flush=True)
+            for sims in args.sims:
+                start = time.perf_counter()
+                if sims == 0:
+                    metrics = score_table(network_fn, labelled, args.batch_size)
+                    strict = metrics.get("acc", 0.0)
+                    weak = metrics.get("weak_acc", 0.0)
+                else:
+                    metrics = (
+                        search_agent_metrics(search_fn, labelled, sims) if len(labelled) else {}
+                    )
+                    strict = metrics.pop("strict_acc", 0.0)
+                    weak = metrics.pop("weak_acc", 0.0)
+                count = float(len(labelled))
+                record = {
+                    "file": str(path),
+                    "model": description,
+                    "agent": "network" if sims == 0 else f"mcts-{sims}",
+                    "sims": sims,
+                    "positions": len(table),
+                    "decisive": int(labelled["decisive"].sum()),
+                    "skipped": skipped,
+                    "count": count,
+                    "strict_acc": strict,
+                    "weak_acc": weak,
+                    "weak_mistake_rate": 1.0 - weak if count else 0.0,
+                    "weak_mistakes": round((1.0 - weak) * count),
+                    **metrics,
+                    "seconds": time.perf_counter() - start,
+                }
+                print(json.dumps(record), file=stdout, flush=True)
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m connect_zero_pipeline score``; returns the exit status."""
-    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
+def _cache_dir(option: str | None) -> Path | None:
+    """``--cache``: a folder, ``none``, or by default the project's solver cache (if any)."""
+    if option is not None:
+        return None if option.lower() == "none" else Path(option)
+    from kedro.utils import find_kedro_project
+
+    from ..pipelines.pons.nodes import PonsConfig
+
+    project = find_kedro_project(Path.cwd())
+    default = PonsConfig().cache_dir
+    return project / default if project is not None and default else None
+
+
+def main(argv: list[str] | None = None, prog: str = "benchmark") -> int:
+    """Entry point of ``python -m connect_zero_pipeline benchmark`` (and ``score``)."""
+    args = _parse_args(list(sys.argv[1:] if argv is None else argv), prog)
     try:
         return run(args, sys.stdout, sys.stderr)
     except CommandError as exc:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from connect_zero_pipeline.commands.score import (
+from connect_zero_pipeline.commands.benchmark import (
     _parse_args,
     label_positions,
     read_positions,
@@ -106,7 +106,8 @@ def _perfect_fn(table: pd.DataFrame):
 
 def _score(*argv: str) -> tuple[int, list[dict], str]:
     out, err = io.StringIO(), io.StringIO()
-    status = run(_parse_args(list(argv)), out, err)
+    argv = [*argv, "--cache", "none"] if "--cache" not in argv else list(argv)
+    status = run(_parse_args(argv), out, err)
     return status, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
 
 
@@ -200,7 +201,7 @@ def test_bad_lines_name_file_line_and_move_and_exit_non_zero(model_file, tmp_pat
 
 
 def test_usage_errors(tmp_path, capsys):
-    from connect_zero_pipeline.commands.score import main
+    from connect_zero_pipeline.commands.benchmark import main
 
     path = tmp_path / "positions.txt"
     path.write_text("5554224333234511764415115\n")
@@ -223,11 +224,35 @@ def test_end_to_end_on_a_public_file(model_file, tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=tmp_path,  # outside any project: no solver cache
     )
     assert res.returncode == 0, res.stderr
     [record] = [json.loads(line) for line in res.stdout.splitlines()]
+    assert record["agent"] == "network" and record["strict_acc"] == record["acc"]
     assert (record["positions"], record["skipped"], record["count"]) == (50, 0, 50.0)
     assert 0 < record["decisive"] <= 50
     assert record["count_end"] == 50.0  # L3: plies 29-42 only
     # Every move is optimal in a position that is not decisive, so acc can only be higher.
     assert 0.0 <= record["acc_decisive"] <= record["acc"] <= 1.0
+
+
+def test_benchmark_scores_the_network_and_mcts_agents_with_a_persistent_cache(model_file, tmp_path):
+    source = PONS_DIR / "Test_L2_R1"
+    path = tmp_path / "Test_L2_R1_head"
+    path.write_text("".join(source.read_text().splitlines(keepends=True)[:40]))
+    cache = tmp_path / "cache"
+    argv = ["--file", str(path), "--model", str(model_file), "--sims", "0,8", "--cache", str(cache)]
+    status, records, _ = _score(*argv)
+    assert status == 0
+    assert [(r["agent"], r["sims"]) for r in records] == [("network", 0), ("mcts-8", 8)]
+    for r in records:
+        assert r["count"] == 40.0 and r["skipped"] == 0
+        assert 0.0 <= r["strict_acc"] <= r["weak_acc"] <= 1.0
+        assert r["weak_mistake_rate"] == pytest.approx(1.0 - r["weak_acc"])
+        assert r["weak_mistakes"] == round(r["weak_mistake_rate"] * 40)
+        assert r["seconds"] >= 0
+    assert any(cache.glob("part-*.parquet"))  # every label kept for the next run
+    status, again, _ = _score(*argv)
+    assert [r["strict_acc"] for r in again] == [r["strict_acc"] for r in records]
+    with pytest.raises(SystemExit):
+        _parse_args(["--file", str(path), "--sims", "0,-3"])
