@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import gumbel as G
 from .bitboard import (
     BOARD_MASK,
     NUM_CELLS,
@@ -67,6 +68,7 @@ ROOT_INDEX = 0
 UNVISITED_OFFSET, ILLEGAL_OFFSET, TRASH_OFFSET = 0, 1, 2
 NUM_SENTINELS = 3
 _GAMMA_CANDIDATES = 6  # K: Marsaglia-Tsang draws per gamma variate (acceptance > 95% each)
+SEARCHES = ("puct", "gumbel")
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,16 @@ class MCTSConfig:
     dirichlet_alpha: float = 1.0
     """Concentration of the root Dirichlet noise over the legal moves (> 0)."""
     dirichlet_eps: float = 0.0
-    """Weight of the root noise: ``P = (1 - eps) * P + eps * Dir(alpha)``; 0 (default) = off."""
+    """Weight of the root noise: ``P = (1 - eps) * P + eps * Dir(alpha)``; 0 (default) = off.
+    PUCT only: Gumbel search explores through its Gumbel noise."""
+    search: str = "puct"
+    """``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero, :mod:`.gumbel`)."""
+    gumbel_num_actions: int = 7
+    """Gumbel: actions sampled at the root (``m``; 7 considers every legal move)."""
+    c_visit: float = 50.0
+    """Gumbel: ``sigma(q) = (c_visit + max N) * c_scale * q`` (the paper's 50)."""
+    c_scale: float = 1.0
+    """Gumbel: see ``c_visit`` (the paper's 1)."""
 
     def __post_init__(self):
         if isinstance(self.sims, bool) or not isinstance(self.sims, int) or self.sims < 1:
@@ -93,6 +104,21 @@ class MCTSConfig:
         e = self.dirichlet_eps
         if not (isinstance(e, (int, float)) and 0 <= e <= 1):
             raise ValueError(f"MCTSConfig.dirichlet_eps must be in [0, 1], got {e!r}")
+        if self.search not in SEARCHES:
+            raise ValueError(f"MCTSConfig.search must be one of {SEARCHES}, got {self.search!r}")
+        m = self.gumbel_num_actions
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= WIDTH:
+            raise ValueError(
+                f"MCTSConfig.gumbel_num_actions must be an integer in [1, 7], got {m!r}"
+            )
+        for key in ("c_visit", "c_scale"):
+            v = getattr(self, key)
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not (v > 0 and math.isfinite(v))
+            ):
+                raise ValueError(f"MCTSConfig.{key} must be a number > 0, got {v!r}")
 
 
 class Tree(NamedTuple):
@@ -124,6 +150,8 @@ class SearchResult(NamedTuple):
     visit_counts: torch.Tensor  # [B, 7] int32, root children visits (sum = sims; 0 if finished)
     root_value: torch.Tensor  # [B] float32, mean root value, side to move's view (0 if finished)
     tree: Tree
+    policy: torch.Tensor | None = None  # [B, 7] Gumbel: the improved policy (training target)
+    action: torch.Tensor | None = None  # [B] int64 Gumbel: the move to play
 
 
 # ---------------------------------------------------------------------------
@@ -205,6 +233,7 @@ def search(
     config: MCTSConfig | None = None,
     generator: torch.Generator | None = None,
     root_noise: torch.Tensor | None = None,
+    gumbel: torch.Tensor | None = None,
 ) -> SearchResult:
     """Run ``config.sims`` simulations of PUCT MCTS from every position of ``state``.
 
@@ -217,11 +246,14 @@ def search(
             and ``root_noise`` is not given.
         root_noise: optional ``[B, 7] float32`` noise distributions (e.g. from
             per-game streams), mixed in with weight ``dirichlet_eps``.
+        gumbel: ``config.search == "gumbel"``: optional ``[B, 7]`` Gumbel(0, 1)
+            noise of the root's action sampling (None: no noise, the greedy agent).
 
     Returns:
         :class:`SearchResult`: root ``visit_counts [B, 7] int32`` summing to
         ``sims`` for live games, ``root_value [B] float32`` (mean over the
-        root's ``sims + 1`` visits, side to move's view), and the tree.
+        root's ``sims + 1`` visits, side to move's view), and the tree; for
+        Gumbel search also the improved ``policy [B, 7]`` and the ``action [B]``.
     """
     cfg = config or MCTSConfig()
     dev = state.device
@@ -262,7 +294,7 @@ def search(
     if idx.numel():
         p, v = _evaluate(evaluate_fn, state.position, state.mask, idx, legal)
         root_prior[idx], raw_value[idx, ROOT_INDEX] = p, v
-    if cfg.dirichlet_eps > 0:
+    if cfg.dirichlet_eps > 0 and cfg.search == "puct":
         noise = (
             root_noise
             if root_noise is not None
@@ -281,6 +313,13 @@ def search(
     stats[:, ROOT_INDEX, 1] = -raw_value[:, ROOT_INDEX]
     zeros = torch.zeros(B, dtype=torch.int64, device=dev)
     ones = torch.ones(B, device=dev)
+    if cfg.search == "gumbel":
+        g_noise = torch.zeros(B, WIDTH, device=dev) if gumbel is None else gumbel.to(root_prior)
+        if g_noise.shape != (B, WIDTH):
+            raise ValueError(f"gumbel must be [B, 7] = [{B}, 7], got {tuple(g_noise.shape)}")
+        root_logits = root_prior.clamp_min(1e-30).log()  # (B, 7); softmax-invariant shift
+        considered, num_considered = G.top_m(g_noise, root_logits, legal, cfg.gumbel_num_actions)
+        schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, dev)  # (m + 1, sims)
 
     for sim in range(1, N):
         # 1. Selection: all games descend together; a game stops (and then
@@ -293,8 +332,13 @@ def search(
             st = stats_f[ch]  # (B, 7, 2)
             n_child, w_child = st[..., 0], st[..., 1]
             q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
-            u = prior_f[cur].mul_(stats_f[cur, 0].sqrt_().mul_(cfg.c_puct).unsqueeze(1))  # (B, 7)
-            a = torch.addcdiv(q, u, n_child + 1.0).argmax(1)  # (B,) ties -> lowest column
+            if cfg.search == "gumbel":
+                a = _gumbel_select(cfg, cur == base, sim, cur, ch, q, n_child, prior_f, raw_value_f,
+                                   illegal, g_noise, root_logits, considered, num_considered,
+                                   schedule)  # fmt: skip
+            else:
+                u = prior_f[cur].mul_(stats_f[cur, 0].sqrt_().mul_(cfg.c_puct).unsqueeze(1))
+                a = torch.addcdiv(q, u, n_child + 1.0).argmax(1)  # (B,) ties -> lowest column
             nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
             go = expandable_f[nxt]  # (B,)
             if levels == NUM_CELLS or not bool(go.any()):
@@ -338,7 +382,35 @@ def search(
     root_children = children[:, ROOT_INDEX]  # (B, 7)
     counts = stats_f[root_children, 0] * legal  # (B, 7)
     root_value = torch.where(live, -stats[:, ROOT_INDEX, 1] / stats[:, ROOT_INDEX, 0], 0.0)
-    return SearchResult(counts.round().to(torch.int32), root_value, tree)
+    if cfg.search != "gumbel":
+        return SearchResult(counts.round().to(torch.int32), root_value, tree)
+    w_root = stats_f[root_children, 1]  # (B, 7)
+    q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
+    v_root = raw_value[:, ROOT_INDEX]
+    policy = G.improved_policy(root_logits, legal, q_root, counts, v_root, cfg.c_visit, cfg.c_scale)
+    scores = G.root_scores(g_noise, root_logits, legal, q_root, counts, v_root, cfg.c_visit,
+                           cfg.c_scale)  # fmt: skip
+    action = G.final_action(scores, considered, counts)
+    return SearchResult(counts.round().to(torch.int32), root_value, tree, policy, action)
+
+
+def _gumbel_select(cfg, at_root, sim, cur, ch, q, n_child, prior_f, raw_value_f, illegal,
+                   g_noise, root_logits, considered, num_considered, schedule):  # fmt: skip
+    """One level of Gumbel selection for all games: Sequential Halving for the games whose
+    ``cur`` is their root (``at_root [B] bool``; a game that stopped descending stays there
+    and must keep choosing the same edge), the deterministic ``pi' - N / (1 + sum N)`` rule
+    below it (:mod:`.gumbel`)."""
+    legal_c = ch != illegal.unsqueeze(1)  # (B, 7)
+    q = torch.where(legal_c, q, torch.zeros_like(q))  # ILLEGAL's -inf out of the sums
+    value = raw_value_f[cur]  # (B,)
+    logits = prior_f[cur].clamp_min(1e-30).log()  # (B, 7)
+    inner = G.interior_action(logits, legal_c, q, n_child, value, cfg.c_visit, cfg.c_scale)
+    if not bool(at_root.any()):
+        return inner
+    scores = G.root_scores(g_noise, root_logits, legal_c, q, n_child, value, cfg.c_visit,
+                           cfg.c_scale)  # fmt: skip
+    needed = schedule[num_considered, sim - 1]  # (B,)
+    return torch.where(at_root, G.root_action(scores, considered, n_child, needed), inner)
 
 
 class MCTSPlayer:
@@ -370,6 +442,8 @@ class MCTSPlayer:
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
         """``[B] int64`` 0-based columns for unfinished games."""
         result = search(state, self.evaluate_fn, self.config, generator)
+        if result.action is not None:  # Gumbel search: its own (noise-free, greedy) choice
+            return result.action
         visits = result.visit_counts.float()  # (B, 7)
         return sample_move(visits.log(), legal_mask(state), generator, self.temperature)
 
@@ -423,40 +497,52 @@ def reference_mcts(
     evaluate_fn: EvaluateFn,
     config: MCTSConfig | None = None,
     root_noise: list[float] | None = None,
-) -> tuple[list[int], float]:
+    gumbel: list[float] | None = None,
+) -> tuple[list[int], float] | tuple[list[int], float, list[float], int]:
     """SLOW REFERENCE: straightforward per-node Python MCTS for one game. Unbatched.
 
     Same rules as :func:`search` (root evaluation counts as a visit, unvisited
-    ``Q = 0``, ties to the lowest column, exact terminal values, negamax
-    backup), one network call per leaf. Used by tests and ``bench mcts``.
+    ``Q = 0`` for PUCT, ties to the lowest column, exact terminal values,
+    negamax backup), one network call per leaf, in plain Python floats. Used
+    by tests and ``bench mcts``. ``config.search == "gumbel"`` follows
+    :mod:`.gumbel` (``gumbel``: the root's Gumbel noise, default none).
 
     Returns:
-        (root visit counts, 7 ints), root mean value (side to move's view).
+        (root visit counts, 7 ints), root mean value (side to move's view);
+        for Gumbel search also the improved policy (7 floats) and the action.
     """
     cfg = config or MCTSConfig()
     root = _RefNode(position, mask)
     if root.terminal:
         return [0] * WIDTH, 0.0
     v = root.expand(evaluate_fn)
-    if cfg.dirichlet_eps > 0 and root_noise is not None:
+    if cfg.dirichlet_eps > 0 and root_noise is not None and cfg.search == "puct":
         root.prior = [
             (1 - cfg.dirichlet_eps) * p + cfg.dirichlet_eps * n
             for p, n in zip(root.prior, root_noise, strict=True)
         ]
     root.visits, root.value_sum = 1, -v
     legal = [c in legal_columns(mask) for c in range(WIDTH)]
-    for _ in range(cfg.sims):
+    g = list(gumbel) if gumbel is not None else [0.0] * WIDTH
+    considered: list[int] = []
+    schedule: tuple[int, ...] = ()
+    if cfg.search == "gumbel":
+        ranked = sorted(legal_columns(mask), key=lambda c: -(g[c] + _ref_logit(root, c)))
+        considered = ranked[: min(cfg.gumbel_num_actions, len(ranked))]
+        schedule = G.considered_visits(len(considered), cfg.sims)
+    for k in range(cfg.sims):
         node, path = root, [root]
         while True:
-            sqrt_n = math.sqrt(node.visits)
-            best, best_score = -1, -math.inf
-            for c in legal_columns(node.mask):
-                ch = node.children.get(c)
-                n, w = (ch.visits, ch.value_sum) if ch else (0, 0.0)
-                q = w / n if n else 0.0
-                score = q + cfg.c_puct * node.prior[c] * sqrt_n / (1 + n)
-                if score > best_score:
-                    best, best_score = c, score
+            if cfg.search == "puct":
+                best = _ref_puct(node, cfg)
+            elif node is root:
+                scores = _ref_gumbel_scores(node, cfg, g)
+                count = schedule[k]
+                match = [c for c in considered if _ref_visits(node, c) == count]
+                pool = match or considered
+                best = max(pool, key=lambda c: (scores[c], -c))
+            else:
+                best = _ref_gumbel_interior(node, cfg)
             child = node.child(best)
             path.append(child)
             if child.terminal:
@@ -472,4 +558,69 @@ def reference_mcts(
             n.value_sum += value
     counts = [root.children[c].visits if c in root.children else 0 for c in range(WIDTH)]
     counts = [n if ok else 0 for n, ok in zip(counts, legal, strict=True)]
-    return counts, -root.value_sum / root.visits
+    root_value = -root.value_sum / root.visits
+    if cfg.search == "puct":
+        return counts, root_value
+    policy = _ref_improved(root, cfg)
+    scores = _ref_gumbel_scores(root, cfg, g)
+    most = max(counts[c] for c in considered)
+    action = max((c for c in considered if counts[c] == most), key=lambda c: (scores[c], -c))
+    return counts, root_value, policy, action
+
+
+def _ref_visits(node: _RefNode, c: int) -> int:
+    return node.children[c].visits if c in node.children else 0
+
+
+def _ref_logit(node: _RefNode, c: int) -> float:
+    return math.log(max(node.prior[c], 1e-30))
+
+
+def _ref_puct(node: _RefNode, cfg: MCTSConfig) -> int:
+    sqrt_n = math.sqrt(node.visits)
+    best, best_score = -1, -math.inf
+    for c in legal_columns(node.mask):
+        ch = node.children.get(c)
+        n, w = (ch.visits, ch.value_sum) if ch else (0, 0.0)
+        q = w / n if n else 0.0
+        score = q + cfg.c_puct * node.prior[c] * sqrt_n / (1 + n)
+        if score > best_score:
+            best, best_score = c, score
+    return best
+
+
+def _ref_sigma(node: _RefNode, cfg: MCTSConfig) -> dict[int, float]:
+    """``sigma(completed_q)`` of every legal child, the paper's formulas one node at a time."""
+    legal = legal_columns(node.mask)
+    n = {c: _ref_visits(node, c) for c in legal}
+    q = {c: node.children[c].value_sum / n[c] for c in legal if n[c]}
+    total = sum(n.values())
+    p_visited = sum(node.prior[c] for c in q)
+    if p_visited > 0:
+        weighted = sum(node.prior[c] * q[c] for c in q) / p_visited
+        mixed = (node.value + total * weighted) / (1 + total)
+    else:
+        mixed = node.value
+    scale = (cfg.c_visit + max(n.values())) * cfg.c_scale
+    return {c: scale * ((q.get(c, mixed) + 1.0) / 2.0) for c in legal}
+
+
+def _ref_gumbel_scores(node: _RefNode, cfg: MCTSConfig, g: list[float]) -> dict[int, float]:
+    sig = _ref_sigma(node, cfg)
+    return {c: g[c] + _ref_logit(node, c) + sig[c] for c in sig}
+
+
+def _ref_improved(node: _RefNode, cfg: MCTSConfig) -> list[float]:
+    sig = _ref_sigma(node, cfg)
+    z = {c: _ref_logit(node, c) + sig[c] for c in sig}
+    top = max(z.values())
+    e = {c: math.exp(v - top) for c, v in z.items()}
+    total = sum(e.values())
+    return [e[c] / total if c in e else 0.0 for c in range(WIDTH)]
+
+
+def _ref_gumbel_interior(node: _RefNode, cfg: MCTSConfig) -> int:
+    pi = _ref_improved(node, cfg)
+    legal = legal_columns(node.mask)
+    total = sum(_ref_visits(node, c) for c in legal)
+    return max(legal, key=lambda c: (pi[c] - _ref_visits(node, c) / (1 + total), -c))
