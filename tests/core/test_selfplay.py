@@ -207,3 +207,20 @@ def test_random_opening_plies_play_uniform_legal_moves():
     assert (late["action"] == 3).mean() > 0.9
     with pytest.raises(ValueError, match="random_opening_plies must be an integer >= 0, got -1"):
         SelfPlayConfig(random_opening_plies=-1)
+
+
+def test_gumbel_self_play_trains_on_the_improved_policy_and_shards_alike():
+    import dataclasses
+
+    cfg = dataclasses.replace(SMALL, search="gumbel", gumbel_num_actions=4)
+    whole = self_play(cfg, pure_fn, generation=2)
+    assert list(whole.columns) == list(COLUMNS) and len(whole) > 0
+    pi = whole[[f"pi_{c}" for c in range(1, 8)]].to_numpy()
+    assert abs(pi.sum(1) - 1).max() < 1e-5
+    assert (pi > 0).sum(1).max() > 4  # the improved policy covers every legal move ...
+    played = pi[range(len(whole)), whole.action.to_numpy()]
+    assert (played > 0).all()  # ... and the played move is one of them
+    parts = [self_play(cfg, pure_fn, generation=2, shard_index=i, num_shards=3) for i in range(3)]
+    assert merge_shards(parts).equals(whole)
+    # Another seed, other Gumbel noise: other games.
+    assert not self_play(dataclasses.replace(cfg, seed=8), pure_fn, generation=2).equals(whole)

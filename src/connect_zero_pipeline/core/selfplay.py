@@ -44,6 +44,7 @@ import torch
 
 from .bitboard import WIDTH, initial_state, legal_mask, play, reset_done
 from .config import torch_threads
+from .gumbel import gumbel_from_uniforms
 from .inference import BACKENDS, EvaluateFn, make_evaluate_fn
 from .mcts import (
     MCTSConfig,
@@ -100,6 +101,16 @@ class SelfPlayConfig:
     """Root Dirichlet noise concentration."""
     dirichlet_eps: float = 0.25
     """Root noise weight (0 disables noise)."""
+    search: str = "puct"
+    """``puct`` (AlphaZero: play sampled from the visit counts for ``temp_cutoff`` plies,
+    train on the visit distribution) or ``gumbel`` (Gumbel AlphaZero: play the Gumbel-Top-k
+    survivor, train on the improved policy; :mod:`.gumbel`)."""
+    gumbel_num_actions: int = 7
+    """Gumbel: actions sampled at the root (7: every legal move)."""
+    c_visit: float = 50.0
+    """Gumbel: ``sigma(q) = (c_visit + max N) * c_scale * q``."""
+    c_scale: float = 1.0
+    """Gumbel: see ``c_visit``."""
     seed: int = 0
     """Seed of the per-slot random streams (with the generation number and slot index)."""
     backend: str = "auto"
@@ -135,6 +146,10 @@ class SelfPlayConfig:
                 c_puct=self.c_puct,
                 dirichlet_alpha=self.dirichlet_alpha,
                 dirichlet_eps=self.dirichlet_eps,
+                search=self.search,
+                gumbel_num_actions=self.gumbel_num_actions,
+                c_visit=self.c_visit,
+                c_scale=self.c_scale,
             )
         except ValueError as exc:
             raise ValueError(str(exc).replace("MCTSConfig", "SelfPlayConfig")) from None
@@ -307,22 +322,32 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
             total=G * T, unit="step", unit_scale=True, desc=f"self-play gen {generation}"
         )
     start = time.perf_counter()
+    gumbel = mcts_cfg.search == "gumbel"
     for t in range(T):
-        u = slot_uniforms(keys, t, num_noise + 2)  # (G, num_noise + 2)
-        noise = None
-        if cfg.dirichlet_eps > 0:
-            noise = dirichlet_from_uniforms(
-                legal_mask(state), cfg.dirichlet_alpha, u[:, :num_noise].view(noise_shape)
-            )
-        result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
-        visits = result.visit_counts.float()  # (G, 7)
-        # Temperature 1: the first column whose cumulative count exceeds u * total.
-        threshold = u[:, num_noise : num_noise + 1] * visits.sum(1, keepdim=True)  # (G, 1)
-        sampled = (visits.cumsum(1) <= threshold).sum(1)
-        action = torch.where(state.ply < cfg.temp_cutoff, sampled, visits.argmax(1))
+        # Draws of each slot: Dirichlet noise, the move sample, the random opening, then
+        # (Gumbel search) 7 Gumbel variates; a draw's index never moves, so PUCT runs
+        # keep their streams.
+        u = slot_uniforms(keys, t, num_noise + 2 + (WIDTH if gumbel else 0))
+        if gumbel:
+            g = gumbel_from_uniforms(u[:, num_noise + 2 :])  # (G, 7)
+            result = search(state, evaluate_fn, mcts_cfg, gumbel=g)
+            visits = result.policy  # (G, 7): the improved policy is the training target
+            action = result.action
+        else:
+            noise = None
+            if cfg.dirichlet_eps > 0:
+                noise = dirichlet_from_uniforms(
+                    legal_mask(state), cfg.dirichlet_alpha, u[:, :num_noise].view(noise_shape)
+                )
+            result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
+            visits = result.visit_counts.float()  # (G, 7)
+            # Temperature 1: the first column whose cumulative count exceeds u * total.
+            threshold = u[:, num_noise : num_noise + 1] * visits.sum(1, keepdim=True)  # (G, 1)
+            sampled = (visits.cumsum(1) <= threshold).sum(1)
+            action = torch.where(state.ply < cfg.temp_cutoff, sampled, visits.argmax(1))
         if cfg.random_opening_plies:
             legal = legal_mask(state).float()  # (G, 7)
-            pick = (u[:, num_noise + 1 :] * legal.sum(1, keepdim=True)).floor()  # (G, 1)
+            pick = (u[:, num_noise + 1 : num_noise + 2] * legal.sum(1, keepdim=True)).floor()
             uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
             action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
         step = play(state, action, validate=False)

@@ -11,7 +11,7 @@ from torch import nn
 from ...core.config import check, mix_seed, resolve_device
 from ...core.evaluation import solver_set_metrics, win_rates
 from ...core.inference import BACKENDS, make_evaluate_fn, torch_evaluate_fn
-from ...core.mcts import MCTSConfig, MCTSPlayer
+from ...core.mcts import SEARCHES, MCTSConfig, MCTSPlayer
 from ...core.players import PolicyPlayer, RandomOpening, RandomPunisher
 from ..params import parse_section
 
@@ -42,6 +42,9 @@ class EvaluateConfig:
     backend: str = "auto"
     """Network evaluation inside the MCTS agents: ``auto`` (onnxruntime on CPU, torch on
     CUDA), ``torch`` or ``onnxruntime``."""
+    search: str = "puct"
+    """The MCTS agents' search: ``puct`` (most visited move) or ``gumbel`` (Gumbel search
+    without noise: its Sequential Halving survivor)."""
 
     def __post_init__(self):
         check(self.num_games >= 200, "num_games", self.num_games, ">= 200 (both colours, seeded)")
@@ -50,6 +53,7 @@ class EvaluateConfig:
         check(self.previous_sims >= 1, "previous_sims", self.previous_sims, ">= 1")
         check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
         check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
+        check(self.search in SEARCHES, "search", self.search, f"one of {SEARCHES}")
         check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
 
 
@@ -74,14 +78,14 @@ def evaluate_generation(
     for k, v in solver_set_metrics(torch_evaluate_fn(candidate, device), positions).items():
         metrics[f"solver.{k}"] = v
     punisher = RandomPunisher()
-    mcts_cfg = MCTSConfig(sims=cfg.mcts_sims)
+    mcts_cfg = MCTSConfig(sims=cfg.mcts_sims, search=cfg.search)
     new_fn = make_evaluate_fn(candidate, device, cfg.backend)
     old_fn = make_evaluate_fn(previous, device, cfg.backend)
     agent = MCTSPlayer(new_fn, mcts_cfg)
     for name, player in (("policy", PolicyPlayer(candidate.to(device).eval())), ("mcts", agent)):
         for k, v in win_rates(player, punisher, cfg.num_games, seed, device).items():
             metrics[f"punisher.{name}.{k}"] = v
-    prev_cfg = MCTSConfig(sims=cfg.previous_sims)
+    prev_cfg = MCTSConfig(sims=cfg.previous_sims, search=cfg.search)
     new_agent = RandomOpening(MCTSPlayer(new_fn, prev_cfg), cfg.opening_plies)
     old_agent = RandomOpening(MCTSPlayer(old_fn, prev_cfg), cfg.opening_plies)
     vs_prev = win_rates(new_agent, old_agent, cfg.previous_games, seed + 1, device)
