@@ -47,3 +47,22 @@ def test_the_labeller_closes_its_process_pool():
     assert runner._pool is None
     with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
         ProcessChunkRunner(0)
+
+
+def test_the_self_play_workers_are_kept_for_the_next_generation():
+    from connect_zero_pipeline.executors import local
+
+    torch.manual_seed(0)
+    model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+    cfg = SelfPlayConfig(num_games=4, sims=2, moves_per_gen=16, seed=1)
+    local.close_pools()
+    first = local_self_play(cfg, model, workers=2, generation=1, progress=True)
+    pids = {p.pid for p in local._POOLS[2].pool._processes.values()}
+    second = local_self_play(cfg, model, workers=2, generation=2)
+    assert {p.pid for p in local._POOLS[2].pool._processes.values()} == pids  # same processes
+    assert first["generation"].eq(1).all() and second["generation"].eq(2).all()
+    alone = self_play(cfg, model=model, generation=2)  # nothing carried over between calls
+    same = [c for c in alone.columns if c != "root_value"]
+    assert second[same].equals(alone[same])
+    local.close_pools()
+    assert local._POOLS == {}

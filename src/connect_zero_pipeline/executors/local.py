@@ -3,13 +3,14 @@
 - :func:`local_self_play` splits one generation's game slots into one shard per
   worker process and merges the shard tables; it is the same table as playing
   in one process (the slots' random streams are keyed by their global index,
-  see :mod:`connect_zero_pipeline.core.selfplay`).
+  see :mod:`connect_zero_pipeline.core.selfplay`). The worker processes are
+  kept for the next generation of the same process (:func:`close_pools`).
 - :class:`ProcessChunkRunner` solves the labeller's chunks on a pool of
   processes, each keeping its solver and transposition table between chunks.
 
 Processes are started with ``spawn`` (no forked copies of torch's thread
-pools), and the pool lives no longer than the call (self-play) or the
-labeller (solver chunks). Every worker (and the manager process that carries
+pools). The self-play pool lives as long as the process (a ``kedro run``); the
+solver pool as long as its labeller. Every worker (and the manager process that carries
 self-play progress) dies with the process that started it, even when that
 one is killed with SIGKILL (:func:`die_with_parent`): no orphan keeps a core
 and hundreds of MB after a ``kill -9`` of ``kedro run``.
@@ -17,6 +18,8 @@ and hundreds of MB after a ``kill -9`` of ``kedro run``.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import queue as queue_module
 import signal
@@ -25,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from multiprocessing.managers import SyncManager
 
@@ -128,23 +132,34 @@ def local_self_play(
         return self_play(
             config, model=model, generation=generation, progress=progress, num_threads=num_threads
         )
-    ctx = get_context("spawn")
     ckpt = checkpoint_dict(model)
+    shard_pool = _shard_pool(workers)
     tables: list[pd.DataFrame | None] = [None] * workers
-    manager = SyncManager(ctx=ctx)
-    manager.start(die_with_parent)
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_shard_worker)
-    with manager, pool:
-        steps = manager.Queue() if progress else None
+    steps = shard_pool.steps if progress else None
+    shard_pool.drain()
+    try:
         futures = {
-            pool.submit(_play_shard, ckpt, config, generation, i, workers, num_threads, steps): i
+            shard_pool.pool.submit(
+                _play_shard, ckpt, config, generation, i, workers, num_threads, steps
+            ): i
             for i in range(workers)
         }
-        bar = None
-        if progress:
-            total = config.num_games * config.moves_per_gen
-            bar = progress_bar(total=total, desc=f"self-play ({workers} processes)", unit="step")
-        pending = set(futures)
+    except BrokenProcessPool:  # a worker of an earlier call died: start afresh, once
+        close_pools()
+        return local_self_play(
+            config,
+            model,
+            workers=workers,
+            generation=generation,
+            num_threads=num_threads,
+            progress=progress,
+        )
+    bar = None
+    if progress:
+        total = config.num_games * config.moves_per_gen
+        bar = progress_bar(total=total, desc=f"self-play ({workers} processes)", unit="step")
+    pending = set(futures)
+    try:
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
@@ -154,9 +169,67 @@ def local_self_play(
                     bar.update(steps.get_nowait())
                 except queue_module.Empty:
                     break
+    except BaseException:
+        for fut in pending:
+            fut.cancel()
+        close_pools()  # a failed or interrupted generation leaves no busy workers behind
+        raise
+    finally:
         if bar is not None:
             bar.close()
     return merge_shards(tables)
+
+
+class _ShardPool:
+    """Self-play worker processes (and the manager that carries progress), kept between calls.
+
+    Starting two spawned workers costs several seconds (Python, torch,
+    onnxruntime imports), paid once per process instead of once per
+    generation. Workers get the network with every call, so nothing of an
+    earlier generation is reused but the processes.
+    """
+
+    def __init__(self, workers: int):
+        ctx = get_context("spawn")  # spawn: no forked copies of torch's thread pools
+        self.manager = SyncManager(ctx=ctx)
+        self.manager.start(die_with_parent)
+        self.steps = self.manager.Queue()
+        self.pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_shard_worker)
+
+    def drain(self) -> None:
+        """Forget progress left in the queue by an interrupted earlier call."""
+        while True:
+            try:
+                self.steps.get_nowait()
+            except queue_module.Empty:
+                return
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.manager.shutdown()
+
+
+_POOLS: dict[int, _ShardPool] = {}
+
+
+def _shard_pool(workers: int) -> _ShardPool:
+    pool = _POOLS.get(workers)
+    if pool is None:
+        for other in list(_POOLS):  # one pool of workers at a time: cores are the limit
+            _POOLS.pop(other).close()
+        pool = _POOLS[workers] = _ShardPool(workers)
+    return pool
+
+
+def close_pools() -> None:
+    """Stop the kept self-play workers (also at interpreter exit)."""
+    while _POOLS:
+        _, pool = _POOLS.popitem()
+        with contextlib.suppress(Exception):  # already broken: its processes are gone or going
+            pool.close()
+
+
+atexit.register(close_pools)
 
 
 class ProcessChunkRunner:
