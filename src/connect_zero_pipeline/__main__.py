@@ -10,6 +10,7 @@ command, as in every Kedro project (``python -m connect_zero_pipeline`` is
 - ``benchmark --file PATH [--model PATH] [--sims 0,32,600]``: the network
   alone and MCTS agents on Pons position files, labelled by the solver; one
   JSON line per file and agent. ``score`` is the same command.
+- ``curve [--run ID]``: a run's learning curve as a Markdown table.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ COMMANDS = {
     "bench": "connect_zero_pipeline.bench",
     "play": "connect_zero_pipeline.commands.play",
     "benchmark": "connect_zero_pipeline.commands.benchmark",
+    "curve": "connect_zero_pipeline.commands.curve",
     "score": "connect_zero_pipeline.commands.benchmark",  # the same command, older name
 }
 

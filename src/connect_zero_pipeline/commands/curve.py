@@ -1,0 +1,117 @@
+"""``python -m connect_zero_pipeline curve``: a run's learning curve as a Markdown table.
+
+Usage::
+
+    python -m connect_zero_pipeline curve [--run ID] [--project DIR]
+
+Reads the per-generation metric files of one run (``data/08_reporting/
+gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID`` (see
+``data/runs``), by default the newest run with a manifest, or, in a project
+whose runs predate manifests, the newest version of each file. Prints one row
+per generation: solver-set accuracy (strict and weak, by ply bucket), cross
+entropy, value sign accuracy, win rates against RandomPunisher (network alone
+and MCTS), the score against the previous generation, the self-play positions
+and the seconds of self-play and training. The README's table is this output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..naming import generation_name
+
+COLUMNS = [
+    ("gen", None),
+    ("acc", "solver.acc"),
+    ("weak acc", "solver.weak_acc"),
+    ("begin / middle / end", None),
+    ("ce", "solver.ce"),
+    ("val sign acc", "solver.val_signacc"),
+    ("policy vs RP", "punisher.policy.win_rate"),
+    ("MCTS vs RP", "punisher.mcts.win_rate"),
+    ("vs previous", "gate.score"),
+    ("self-play positions", "selfplay.positions"),
+    ("self-play s", "selfplay.seconds"),
+    ("train s", "train.train_seconds"),
+]
+
+
+def _metrics(project: Path, generation: int, stage: str, run_id: str | None) -> dict | None:
+    folder = (
+        project / "data" / "08_reporting" / generation_name(generation) / f"{stage}_metrics.json"
+    )
+    if not folder.is_dir():
+        return None
+    versions = sorted(p.name for p in folder.iterdir() if (p / folder.name).is_file())
+    version = run_id if run_id is not None else (versions[-1] if versions else None)
+    if version is None or version not in versions:
+        return None
+    return json.loads((folder / version / folder.name).read_text())
+
+
+def _cell(value, key: str) -> str:
+    if value is None:
+        return "-"
+    if key in ("selfplay.positions",):
+        return f"{int(value):,}"
+    if key.endswith("seconds"):
+        return f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def curve_table(project: Path, run_id: str | None) -> str:
+    """The Markdown table of run ``run_id`` (None: the newest versions) in ``project``."""
+    rows = []
+    k = 1
+    while True:
+        stages = {s: _metrics(project, k, s, run_id) for s in ("eval", "selfplay", "train")}
+        if stages["eval"] is None:
+            break
+        flat = dict(stages["eval"])
+        for stage in ("selfplay", "train"):
+            flat.update({f"{stage}.{key}": v for key, v in (stages[stage] or {}).items()})
+        cells = [str(k)]
+        for title, key in COLUMNS[1:]:
+            if title == "begin / middle / end":
+                cells.append(
+                    " / ".join(
+                        _cell(flat.get(f"solver.acc_{b}"), "x") for b in ("begin", "middle", "end")
+                    )
+                )
+            else:
+                cells.append(_cell(flat.get(key), key))
+        rows.append("| " + " | ".join(cells) + " |")
+        k += 1
+    if not rows:
+        raise SystemExit(
+            f"no generation metrics of run {run_id or '(latest)'} under {project}/data"
+        )
+    header = "| " + " | ".join(t for t, _ in COLUMNS) + " |"
+    rule = "|" + "---|" * len(COLUMNS)
+    return "\n".join([header, rule, *rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m connect_zero_pipeline curve",
+        description="Print a run's learning curve (per-generation metrics) as a Markdown table.",
+    )
+    parser.add_argument("--run", default=None, help="run id (default: the newest run)")
+    parser.add_argument("--project", default=".", help="project folder (default: .)")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    project = Path(args.project)
+    run_id = args.run
+    if run_id is None:
+        from ..runs import known_runs
+
+        runs = known_runs(project)
+        run_id = runs[-1] if runs else None
+    print(curve_table(project, run_id))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

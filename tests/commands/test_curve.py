@@ -1,0 +1,30 @@
+"""The curve command prints one run's generations, never another run's."""
+
+from __future__ import annotations
+
+import json
+
+from connect_zero_pipeline.commands.curve import curve_table, main
+from connect_zero_pipeline.runs import write_manifest
+
+
+def _write(project, gen: int, stage: str, run_id: str, metrics: dict) -> None:
+    folder = project / "data" / "08_reporting" / f"gen_{gen:03d}" / f"{stage}_metrics.json"
+    (folder / run_id).mkdir(parents=True)
+    (folder / run_id / folder.name).write_text(json.dumps(metrics))
+
+
+def test_the_table_has_one_row_per_generation_of_the_run(tmp_path, capsys):
+    ours, other = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
+    for gen, acc in ((1, 0.5), (2, 0.6)):
+        _write(tmp_path, gen, "eval", ours, {"solver.acc": acc, "solver.weak_acc": acc + 0.1})
+        _write(tmp_path, gen, "selfplay", ours, {"positions": 1234.0, "seconds": 9.6})
+    _write(tmp_path, 1, "eval", other, {"solver.acc": 0.9})  # a newer run's generation 1
+    table = curve_table(tmp_path, ours).splitlines()
+    assert len(table) == 4 and table[0].startswith("| gen | acc | weak acc |")
+    assert table[2].startswith("| 1 | 0.500 | 0.600 |") and "| 1,234 | 10 |" in table[2]
+    assert table[3].startswith("| 2 | 0.600 | 0.700 |")
+    assert curve_table(tmp_path, other).count("\n") == 2  # the other run: one generation
+    write_manifest(tmp_path, {"run_id": ours, "status": "finished"})
+    assert main(["--project", str(tmp_path)]) == 0  # default: the newest run with a manifest
+    assert "| 2 | 0.600 |" in capsys.readouterr().out
