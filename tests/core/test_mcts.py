@@ -27,11 +27,11 @@ from connect_zero_pipeline.core.mcts import (
     ROOT_INDEX,
     MCTSConfig,
     MCTSPlayer,
-    reference_mcts,
     sample_dirichlet,
     search,
 )
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search_reference import reference_mcts
 
 
 def uniform_fn(boards: torch.Tensor):

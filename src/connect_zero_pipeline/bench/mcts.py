@@ -33,8 +33,9 @@ import yaml
 
 from ..core.bitboard import State, initial_state, play, random_legal_actions, to_boards
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import MCTSConfig, reference_mcts, search
+from ..core.mcts import MCTSConfig, search
 from ..core.models import build_model
+from ..core.search_reference import reference_mcts
 from ..core.selfplay import DEFAULT_NUM_THREADS, SelfPlayConfig, self_play
 from . import best_rate, figure
 
