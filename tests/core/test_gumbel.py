@@ -50,11 +50,12 @@ def _bandit_pick(q: torch.Tensor, logits: torch.Tensor, m: int, sims: int) -> in
     visits = torch.zeros(1, 7)
     schedule = G.considered_visits(int(count), sims)
     for k in range(sims):
-        scores = G.root_scores(g, logits, legal, q, visits, torch.zeros(1), 50.0, 1.0)
+        node = G.NodeStats(logits, legal, q, visits, torch.zeros(1))
+        scores = G.root_scores(g, node, 50.0, 1.0)
         a = int(G.root_action(scores, considered, visits, torch.tensor([schedule[k]])))
         visits[0, a] += 1
     assert int(visits.sum()) == sims
-    scores = G.root_scores(g, logits, legal, q, visits, torch.zeros(1), 50.0, 1.0)
+    scores = G.root_scores(g, G.NodeStats(logits, legal, q, visits, torch.zeros(1)), 50.0, 1.0)
     return int(G.final_action(scores, considered, visits))
 
 
@@ -77,7 +78,8 @@ def test_the_improved_policy_never_lowers_the_expected_value():
         q = torch.rand(1, 7, generator=gen) * 2 - 1
         visits = torch.randint(1, 20, (1, 7), generator=gen).float() * legal
         prior = torch.softmax(logits.masked_fill(~legal, -1e9), 1) * legal
-        improved = G.improved_policy(logits, legal, q, visits, torch.zeros(1), 50.0, 1.0)
+        node = G.NodeStats(logits, legal, q, visits, torch.zeros(1))
+        improved = G.improved_policy(node, 50.0, 1.0)
         assert float(improved.sum()) == pytest.approx(1.0, abs=1e-5)
         assert float((improved * ~legal).sum()) == 0.0
         assert float((improved * q).sum()) >= float((prior * q).sum()) - 1e-5

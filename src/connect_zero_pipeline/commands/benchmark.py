@@ -65,10 +65,9 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from .model_source import CommandError, add_model_options, resolve_model
+from .model_source import CommandError, add_model_options, resolve_model, run_command
 
 EXIT_BAD_INPUT = 1
-EXIT_USAGE = 2
 
 
 def _sims(text: str) -> list[int]:
@@ -310,14 +309,7 @@ def _cache_dir(option: str | None) -> Path | None:
 def main(argv: list[str] | None = None, prog: str = "benchmark") -> int:
     """Entry point of ``python -m connect_zero_pipeline benchmark`` (and ``score``)."""
     args = _parse_args(list(sys.argv[1:] if argv is None else argv), prog)
-    try:
-        return run(args, sys.stdout, sys.stderr)
-    except CommandError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\nInterrupted.", file=sys.stderr)
-        return 130
+    return run_command(lambda: run(args, sys.stdout, sys.stderr))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
@@ -19,6 +20,22 @@ DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
 
 class CommandError(Exception):
     """A problem the user can fix; printed without a traceback."""
+
+
+EXIT_USAGE = 2  # a usage error: no model, an unreadable file, a port in use
+EXIT_INTERRUPTED = 130
+
+
+def run_command(body: Callable[[], int]) -> int:
+    """Run a command's body; a :class:`CommandError` prints ``error: ...`` (exit 2), Ctrl-C exits 130."""
+    try:
+        return body()
+    except CommandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\nInterrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 class NoVersionError(CommandError):

@@ -36,11 +36,11 @@ from .model_source import (
     add_model_options,
     load_catalog_entry,
     resolve_model,
+    run_command,
 )
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PAGE_ENTRY = "play_page"
-EXIT_USAGE = 2
 
 
 # ---------------------------------------------------------------------------
@@ -316,17 +316,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
+
+    def body() -> int:
         if args.web:
             return serve(resolve_page(args.dir), args.port)
         model, description = resolve_model(args.model, args.dataset)
         return play_terminal(model, description, args.sims, args.human_first, args.moves)
-    except PlayError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\nInterrupted.", file=sys.stderr)
-        return 130
+
+    return run_command(body)
 
 
 if __name__ == "__main__":

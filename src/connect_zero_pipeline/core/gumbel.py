@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import NamedTuple
 
 import torch
 
@@ -103,52 +104,42 @@ def completed_q(
     return torch.where(visited, q, mixed.unsqueeze(1))
 
 
-def improved_policy(
-    logits: torch.Tensor,
-    legal: torch.Tensor,
-    q: torch.Tensor,
-    visits: torch.Tensor,
-    value: torch.Tensor,
-    c_visit: float,
-    c_scale: float,
-) -> torch.Tensor:
+class NodeStats(NamedTuple):
+    """What the Gumbel rules read of a batch of nodes: ``[B, 7]`` rows, one node per row."""
+
+    logits: torch.Tensor  # [B, 7] prior logits (any per-row shift)
+    legal: torch.Tensor  # [B, 7] bool
+    q: torch.Tensor  # [B, 7] children's mean values, node's view (anything where unvisited)
+    visits: torch.Tensor  # [B, 7] children's visit counts
+    value: torch.Tensor  # [B] the node's own network value
+
+
+def _boosted_logits(node: NodeStats, c_visit: float, c_scale: float) -> torch.Tensor:
+    """``logits + sigma(completed_q)``, ``[B, 7]``, values mapped from [-1, 1] to [0, 1]."""
+    prior = torch.softmax(node.logits.masked_fill(~node.legal, NEG), 1) * node.legal
+    cq = completed_q(node.q, node.visits, prior, node.value)
+    return node.logits + sigma((cq + 1.0) / 2.0, node.visits, c_visit, c_scale)
+
+
+def improved_policy(node: NodeStats, c_visit: float, c_scale: float) -> torch.Tensor:
     """``pi' = softmax(logits + sigma(completed_q))`` over legal moves, ``[B, 7]``."""
-    prior = torch.softmax(logits.masked_fill(~legal, NEG), 1) * legal
-    cq = completed_q(q, visits, prior, value)
-    scores = logits + sigma((cq + 1.0) / 2.0, visits, c_visit, c_scale)
-    return torch.softmax(scores.masked_fill(~legal, NEG), 1) * legal
+    scores = _boosted_logits(node, c_visit, c_scale)
+    return torch.softmax(scores.masked_fill(~node.legal, NEG), 1) * node.legal
 
 
-def interior_action(
-    logits: torch.Tensor,
-    legal: torch.Tensor,
-    q: torch.Tensor,
-    visits: torch.Tensor,
-    value: torch.Tensor,
-    c_visit: float,
-    c_scale: float,
-) -> torch.Tensor:
+def interior_action(node: NodeStats, c_visit: float, c_scale: float) -> torch.Tensor:
     """``[B]``: ``argmax_a pi'(a) - N(a) / (1 + sum_b N(b))`` over legal moves (ties: lowest)."""
-    pi = improved_policy(logits, legal, q, visits, value, c_visit, c_scale)
-    score = pi - visits / (1.0 + visits.sum(1, keepdim=True))
-    return score.masked_fill(~legal, NEG).argmax(1)
+    pi = improved_policy(node, c_visit, c_scale)
+    score = pi - node.visits / (1.0 + node.visits.sum(1, keepdim=True))
+    return score.masked_fill(~node.legal, NEG).argmax(1)
 
 
 def root_scores(
-    gumbel: torch.Tensor,
-    logits: torch.Tensor,
-    legal: torch.Tensor,
-    q: torch.Tensor,
-    visits: torch.Tensor,
-    value: torch.Tensor,
-    c_visit: float,
-    c_scale: float,
+    gumbel: torch.Tensor, node: NodeStats, c_visit: float, c_scale: float
 ) -> torch.Tensor:
     """``g + logits + sigma(completed_q)``, ``[B, 7]`` (illegal moves: very negative)."""
-    prior = torch.softmax(logits.masked_fill(~legal, NEG), 1) * legal
-    cq = completed_q(q, visits, prior, value)
-    score = gumbel + logits + sigma((cq + 1.0) / 2.0, visits, c_visit, c_scale)
-    return score.masked_fill(~legal, NEG)
+    score = gumbel + _boosted_logits(node, c_visit, c_scale)
+    return score.masked_fill(~node.legal, NEG)
 
 
 def top_m(gumbel: torch.Tensor, logits: torch.Tensor, legal: torch.Tensor, m: int):

@@ -384,9 +384,9 @@ def search(
     w_root = stats_f[root_children, 1]  # (B, 7)
     q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
     v_root = raw_value[:, ROOT_INDEX]
-    policy = G.improved_policy(root_logits, legal, q_root, counts, v_root, cfg.c_visit, cfg.c_scale)
-    scores = G.root_scores(g_noise, root_logits, legal, q_root, counts, v_root, cfg.c_visit,
-                           cfg.c_scale)  # fmt: skip
+    node = G.NodeStats(root_logits, legal, q_root, counts, v_root)
+    policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
+    scores = G.root_scores(g_noise, node, cfg.c_visit, cfg.c_scale)
     action = G.final_action(scores, considered, counts)
     return SearchResult(counts.round().to(torch.int32), root_value, tree, policy, action)
 
@@ -401,11 +401,12 @@ def _gumbel_select(cfg, at_root, sim, cur, ch, q, n_child, prior_f, raw_value_f,
     q = torch.where(legal_c, q, torch.zeros_like(q))  # ILLEGAL's -inf out of the sums
     value = raw_value_f[cur]  # (B,)
     logits = prior_f[cur].clamp_min(1e-30).log()  # (B, 7)
-    inner = G.interior_action(logits, legal_c, q, n_child, value, cfg.c_visit, cfg.c_scale)
+    inner = G.interior_action(G.NodeStats(logits, legal_c, q, n_child, value), cfg.c_visit,
+                              cfg.c_scale)  # fmt: skip
     if not bool(at_root.any()):
         return inner
-    scores = G.root_scores(g_noise, root_logits, legal_c, q, n_child, value, cfg.c_visit,
-                           cfg.c_scale)  # fmt: skip
+    root = G.NodeStats(root_logits, legal_c, q, n_child, value)
+    scores = G.root_scores(g_noise, root, cfg.c_visit, cfg.c_scale)
     needed = schedule[num_considered, sim - 1]  # (B,)
     return torch.where(at_root, G.root_action(scores, considered, n_child, needed), inner)
 

@@ -8,17 +8,11 @@ device and the sizes overridden on the command line.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-from tests.conftest import latest, mlflow_client
+from tests.conftest import cli_params, kedro_cli, latest, mlflow_client
 
-KEDRO = str(Path(sys.executable).with_name("kedro"))
 CPU_TINY = {
     "alphazero.num_generations": 1,
     "selfplay.num_games": 8,
@@ -40,15 +34,7 @@ CPU_TINY = {
 @pytest.mark.slow
 @pytest.mark.parametrize("env", ["gpu", "gpu_strong"])
 def test_a_gpu_env_runs_the_whole_dag_on_the_cpu(env, pons_project):
-    params = ",".join(f"{k}={v}" for k, v in CPU_TINY.items())
-    res = subprocess.run(
-        [KEDRO, "run", "--env", env, "--params", params],
-        cwd=pons_project,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
-    )
+    res = kedro_cli(pons_project, "run", "--env", env, "--params", cli_params(CPU_TINY))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     # The env's own keys took effect (its `small` network) ...
     model = torch.load(latest(pons_project, "data/06_models/gen_001/model.pt"), weights_only=True)
