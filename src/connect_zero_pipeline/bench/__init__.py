@@ -23,6 +23,7 @@ BENCHES = {
     "train": "connect_zero_pipeline.bench.train:run",
     "onnx": "connect_zero_pipeline.bench.onnx:run",
     "scale": "connect_zero_pipeline.bench.scale:run",
+    "pool": "connect_zero_pipeline.bench.pool:run",
 }
 
 

@@ -1,0 +1,44 @@
+"""``bench pool``: what keeping the local self-play workers between generations saves.
+
+Three consecutive small generations (64 games, 8 simulations, 16 plies, the
+``tiny`` network) in 2 worker processes, twice: with the processes kept from
+one call to the next (what a ``kedro run`` does) and with them started anew
+for every call (what every generation paid before). Figures: the seconds of
+each call of both series, and the mean saving per generation after the first
+(``ratio`` = kept / fresh).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import torch
+
+from ..core.models import build_model
+from ..core.selfplay import SelfPlayConfig
+from ..executors import local
+from . import figure
+
+
+def run(args) -> Iterator[dict]:
+    torch.manual_seed(0)
+    model = build_model("tiny")
+    cfg = SelfPlayConfig(num_games=64, sims=8, moves_per_gen=8 if args.quick else 16)
+    series: dict[str, list[float]] = {}
+    for label, fresh in (("kept", False), ("fresh", True)):
+        local.close_pools()
+        times = []
+        for generation in range(1, 4):
+            if fresh:
+                local.close_pools()
+            start = time.perf_counter()
+            local.local_self_play(cfg, model, workers=2, generation=generation)
+            times.append(time.perf_counter() - start)
+        series[label] = times
+        for generation, seconds in enumerate(times, start=1):
+            yield figure("pool", f"seconds_{label}", seconds, unit="s", generation=generation)
+    local.close_pools()
+    kept, fresh = (sum(series[k][1:]) / 2 for k in ("kept", "fresh"))
+    yield figure("pool", "seconds_per_generation_kept", kept, fresh, unit="s")
+    yield figure("pool", "saved_per_generation", fresh - kept, unit="s")
