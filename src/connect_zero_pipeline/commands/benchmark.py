@@ -62,9 +62,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-import numpy as np
 import pandas as pd
 
+from ..core.pons_files import label_positions, read_pons_file
 from .model_source import CommandError, add_model_options, resolve_model, run_command
 
 EXIT_BAD_INPUT = 1
@@ -136,81 +136,12 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
     return args
 
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
-"""Largest position file ``score`` reads (Pons' sets are about 40 KB)."""
-
-
 def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """The positions of a Pons benchmark file, and one error message per bad line.
-
-    Returns:
-        ``moves`` (str), ``ply`` (int8), ``position``, ``mask`` (uint64 bitboards)
-        of every valid non-empty line, in file order; and messages
-        ``"<path>: line <n>: <what is wrong>"`` naming the bad move.
-
-    Raises:
-        CommandError: the file cannot be read.
-    """
-    from ..core.solver import _to_bitboards
-    from .solve import MAX_LINE, _split_line
-
+    """:func:`~..core.pons_files.read_pons_file`, with an unreadable file as a usage error."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise CommandError(
-                f"position file {path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
-            )
-        text = data.decode()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(f"cannot read position file {path}: {exc}") from exc
-    rows: list[tuple[str, int, int, int]] = []
-    errors: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        if len(line) > MAX_LINE:
-            errors.append(f"{path}: line {number}: longer than {MAX_LINE} characters")
-            continue
-        try:
-            moves = _split_line(line)
-            pos, mask, _ = _to_bitboards(moves)  # names the bad move; rejects a finished game
-        except ValueError as exc:
-            errors.append(f"{path}: line {number}: {exc}")
-            continue
-        rows.append((moves, len(moves), pos, mask))
-    table = pd.DataFrame(
-        {
-            "moves": [r[0] for r in rows],
-            "ply": np.array([r[1] for r in rows], dtype=np.int8),
-            "position": np.array([r[2] for r in rows], dtype=np.uint64),
-            "mask": np.array([r[3] for r in rows], dtype=np.uint64),
-        }
-    )
-    return table, errors
-
-
-def label_positions(
-    positions: pd.DataFrame, labeller, desc: str | None = None
-) -> tuple[pd.DataFrame, int]:
-    """Analyse every position (all 7 moves) and build the solver-labelled table.
-
-    Args:
-        positions: ``position``, ``mask`` (uint64) and ``ply`` columns, N rows.
-        labeller: a :class:`~..core.labelling.Labeller` (its node budget, workers
-            and cache, as the ``pons`` pipeline labels).
-        desc: label of the progress bar.
-
-    Returns:
-        The table of :func:`~..core.labelling.labelled_table` (``score_1..7``,
-        ``best_score``, ``decisive``) for the positions solved within budget,
-        in input order, and the number skipped.
-    """
-    from ..core.labelling import labelled_table
-
-    scores, ok, _ = labeller.label(positions["position"], positions["mask"], progress=desc or False)
-    return labelled_table(positions, scores, ok), int((~ok).sum())
+        return read_pons_file(path)
+    except OSError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 def score_table(evaluate_fn, labelled: pd.DataFrame, batch_size: int = 4096) -> dict[str, float]:

@@ -29,6 +29,8 @@ import argparse
 import sys
 from typing import TextIO
 
+from ..core.pons_files import MAX_LINE, split_line
+
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -61,10 +63,6 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-MAX_LINE = 256
-"""Longest accepted input line (a whole game is 42 moves, plus a score)."""
-
-
 def bounded_lines(stream: TextIO, limit: int = MAX_LINE):
     """Yield ``(text, too_long)`` per line of ``stream``, never holding more than ``limit + 1``
     characters of one line (the rest of an over-long line is read and dropped)."""
@@ -78,23 +76,6 @@ def bounded_lines(stream: TextIO, limit: int = MAX_LINE):
         while chunk and not chunk.endswith("\n"):  # drain the rest of the line
             chunk = stream.readline(limit + 1)
         yield "", True
-
-
-def _split_line(line: str) -> str:
-    """The move string of a line, dropping an optional trailing integer score.
-
-    Raises:
-        ValueError: more than two fields, or a second field that is not an integer.
-    """
-    fields = line.split()
-    if len(fields) > 2:
-        raise ValueError(f"expected '<moves>' or '<moves> <score>', got {len(fields)} fields")
-    if len(fields) == 2:
-        try:
-            int(fields[1])
-        except ValueError:
-            raise ValueError(f"the second field {fields[1]!r} is not an integer score") from None
-    return fields[0]
 
 
 def run(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -117,7 +98,7 @@ def run(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO)
             print("", file=stdout, flush=True)
             continue
         try:
-            moves = _split_line(line)
+            moves = split_line(line)
             moves_to_bitboards(moves)  # names the bad move and its index
             pos, mask, _ = _to_bitboards(moves)  # rejects a finished game
         except ValueError as exc:
