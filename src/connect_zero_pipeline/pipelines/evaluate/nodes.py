@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 from torch import nn
 
 from ...core.config import check, mix_seed, resolve_device
-from ...core.evaluation import solver_set_metrics, win_rates
+from ...core.evaluation import search_agent_metrics, solver_set_metrics, win_rates
 from ...core.inference import BACKENDS, make_evaluate_fn, torch_evaluate_fn
+from ...core.labelling import Labeller, SolvedCache
 from ...core.mcts import SEARCHES, MCTSConfig, MCTSPlayer
 from ...core.players import PolicyPlayer, RandomOpening, RandomPunisher
+from ...core.pons_files import label_positions, read_pons_file
+from ...executors import chunk_runner
 from ..params import parse_section
+from ..pons.nodes import PonsConfig
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,14 @@ class EvaluateConfig:
     search: str = "puct"
     """The MCTS agents' search: ``puct`` (most visited move) or ``gumbel`` (Gumbel search
     without noise: its Sequential Halving survivor)."""
+    benchmark_files: list = field(default_factory=list)
+    """Pons-format position files (paths from the project root), labelled once by the solver
+    (through the ``pons`` solver cache), on which the network and the MCTS agents of
+    ``benchmark_sims`` are scored every generation: ``bench.<file>.<agent>.strict_acc`` and
+    ``.weak_mistake_rate``. The two shipped public sets are ``tests/data/pons/Test_L3_R1``
+    and ``tests/data/pons/Test_L2_R1``. ``[]``: none."""
+    benchmark_sims: list = field(default_factory=lambda: [32])
+    """Simulations of the MCTS agents scored on ``benchmark_files`` (the network always is)."""
 
     def __post_init__(self):
         check(self.num_games >= 200, "num_games", self.num_games, ">= 200 (both colours, seeded)")
@@ -54,7 +67,56 @@ class EvaluateConfig:
         check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
         check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
         check(self.search in SEARCHES, "search", self.search, f"one of {SEARCHES}")
+        check(
+            isinstance(self.benchmark_sims, (list, tuple))
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+                    for n in self.benchmark_sims),
+            "benchmark_sims",
+            self.benchmark_sims,
+            "a list of integers >= 1",
+        )  # fmt: skip
+        for path in self.benchmark_files:
+            check(
+                isinstance(path, str) and Path(path).is_file(),
+                "benchmark_files",
+                path,
+                "a list of existing position files (paths from the project root)",
+            )
         check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
+
+
+_LABELLED: dict[tuple, pd.DataFrame] = {}  # (file, mtime, size) -> labelled table, per process
+
+
+def _labelled_file(path: str) -> pd.DataFrame:
+    """The solver-labelled positions of a Pons file, labelled once per process and file version."""
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _LABELLED:
+        table, errors = read_pons_file(path)
+        if errors:
+            raise ValueError(f"evaluate.benchmark_files: {errors[0]} ({len(errors)} bad lines)")
+        cache = SolvedCache(PonsConfig().cache_dir)
+        with Labeller(max_nodes=0, cache=cache, run_chunks=chunk_runner("local", 0)) as lab:
+            labelled, _ = label_positions(table, lab, desc=f"labelling {Path(path).name}")
+        _LABELLED[key] = labelled
+    return _LABELLED[key]
+
+
+def _benchmark(path: str, model: nn.Module, search_fn, cfg, device) -> dict[str, float]:
+    """``bench.<file>.<agent>.*`` metrics of the network and the MCTS agents on a Pons file."""
+    labelled = _labelled_file(path)
+    name = Path(path).name
+    network = solver_set_metrics(torch_evaluate_fn(model, device), labelled)
+    out = {
+        f"bench.{name}.network.strict_acc": network["acc"],
+        f"bench.{name}.network.weak_mistake_rate": 1.0 - network["weak_acc"],
+    }
+    for sims in cfg.benchmark_sims:
+        agent = search_agent_metrics(search_fn, labelled, sims)
+        out[f"bench.{name}.mcts{sims}.strict_acc"] = agent["strict_acc"]
+        out[f"bench.{name}.mcts{sims}.weak_mistake_rate"] = 1.0 - agent["weak_acc"]
+    return out
 
 
 def evaluate_generation(
@@ -69,7 +131,7 @@ def evaluate_generation(
     Metric names are shared with the REINFORCE pipeline so MLflow charts align:
     ``solver.*`` (network alone), ``punisher.policy.*`` and ``punisher.mcts.*``
     (win/draw/loss against RandomPunisher), ``previous.*`` (MCTS agents, new vs
-    previous) and ``gate.accepted``.
+    previous), ``gate.accepted`` and, for ``benchmark_files``, ``bench.<file>.<agent>.*``.
     """
     (cfg,) = parse_section("evaluate", params)
     device = resolve_device(cfg.device)
@@ -95,6 +157,8 @@ def evaluate_generation(
     accepted = (not cfg.gating) or score >= cfg.gate_threshold
     metrics["gate.accepted"] = float(accepted)
     metrics["gate.score"] = score
+    for path in cfg.benchmark_files:
+        metrics.update(_benchmark(path, candidate, new_fn, cfg, device))
     log.info(
         "Generation %d: solver acc %.3f, ce %.3f | vs RandomPunisher: policy %.3f, mcts %.3f | "
         "vs previous %.3f%s",
