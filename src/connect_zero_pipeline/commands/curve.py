@@ -11,7 +11,7 @@ whose runs predate manifests, the newest version of each file. Prints one row
 per generation: solver-set accuracy (strict and weak, by ply bucket), cross
 entropy, value sign accuracy, win rates against RandomPunisher (network alone
 and MCTS), the score against the previous generation, the self-play positions
-and the seconds of self-play and training. The README's table is this output.
+and the seconds of self-play and training. The table in ``docs/results.md`` is this output.
 """
 
 from __future__ import annotations
