@@ -196,7 +196,7 @@ class RunStartHook:
         try:
             validate_params(params)  # an unknown key or a bad value stops the run here
             set_registry_params(params)
-            run_identity.check(context)  # an unknown run or other parameters stop a resume
+            run_identity.check(context, params)  # an unknown run, other parameters: no resume
         except RunRefused:
             raise
         except ValueError as exc:

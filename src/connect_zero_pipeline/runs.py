@@ -141,11 +141,12 @@ class RunIdentityHook:
         self.run_id: str | None = None
         self.manifest: dict[str, Any] | None = None
 
-    def check(self, context) -> None:
-        """Before anything is written: the resume id is known and the parameters are the run's."""
+    def check(self, context, params: dict[str, Any]) -> None:
+        """Before anything is written: the resume id is known and ``params`` (the session's
+        merged parameters) are the run's."""
         self._reset()
         self.root = Path(context.project_path)
-        self.params = dict(context.config_loader["parameters"])
+        self.params = dict(params)
         self.env = context.env
         resume = self.params.get(RESUME_KEY)
         if resume is None:

@@ -400,15 +400,18 @@ def _gumbel_select(cfg, at_root, sim, cur, ch, q, n_child, prior_f, raw_value_f,
     legal_c = ch != illegal.unsqueeze(1)  # (B, 7)
     q = torch.where(legal_c, q, torch.zeros_like(q))  # ILLEGAL's -inf out of the sums
     value = raw_value_f[cur]  # (B,)
-    logits = prior_f[cur].clamp_min(1e-30).log()  # (B, 7)
-    inner = G.interior_action(G.NodeStats(logits, legal_c, q, n_child, value), cfg.c_visit,
-                              cfg.c_scale)  # fmt: skip
-    if not bool(at_root.any()):
-        return inner
+    inner = None
+    if not bool(at_root.all()):  # the first level has every game at its root: no interior rule
+        logits = prior_f[cur].clamp_min(1e-30).log()  # (B, 7)
+        node = G.NodeStats(logits, legal_c, q, n_child, value)
+        inner = G.interior_action(node, cfg.c_visit, cfg.c_scale)
+        if not bool(at_root.any()):
+            return inner
     root = G.NodeStats(root_logits, legal_c, q, n_child, value)
     scores = G.root_scores(g_noise, root, cfg.c_visit, cfg.c_scale)
     needed = schedule[num_considered, sim - 1]  # (B,)
-    return torch.where(at_root, G.root_action(scores, considered, n_child, needed), inner)
+    picked = G.root_action(scores, considered, n_child, needed)
+    return picked if inner is None else torch.where(at_root, picked, inner)
 
 
 class MCTSPlayer:

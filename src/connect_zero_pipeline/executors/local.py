@@ -133,27 +133,23 @@ def local_self_play(
             config, model=model, generation=generation, progress=progress, num_threads=num_threads
         )
     ckpt = checkpoint_dict(model)
-    shard_pool = _shard_pool(workers)
+    for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
+        shard_pool = _shard_pool(workers)
+        steps = shard_pool.steps if progress else None
+        shard_pool.drain()
+        try:
+            futures = {
+                shard_pool.pool.submit(
+                    _play_shard, ckpt, config, generation, i, workers, num_threads, steps
+                ): i
+                for i in range(workers)
+            }
+            break
+        except BrokenProcessPool:
+            close_pools()
+            if attempt == 2:
+                raise
     tables: list[pd.DataFrame | None] = [None] * workers
-    steps = shard_pool.steps if progress else None
-    shard_pool.drain()
-    try:
-        futures = {
-            shard_pool.pool.submit(
-                _play_shard, ckpt, config, generation, i, workers, num_threads, steps
-            ): i
-            for i in range(workers)
-        }
-    except BrokenProcessPool:  # a worker of an earlier call died: start afresh, once
-        close_pools()
-        return local_self_play(
-            config,
-            model,
-            workers=workers,
-            generation=generation,
-            num_threads=num_threads,
-            progress=progress,
-        )
     bar = None
     if progress:
         total = config.num_games * config.moves_per_gen
