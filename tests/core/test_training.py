@@ -127,3 +127,30 @@ def test_value_target_mixes_in_the_root_value():
     assert z.tolist() == pytest.approx([0.75, -0.625])
     _, _, z0 = games_to_tensors([table], mirror=False)
     assert z0.tolist() == [1.0, -1.0]
+
+
+def test_merging_duplicates_averages_the_targets_of_each_distinct_board():
+    # "4" three times (a symmetric board: its mirror is itself), "1" once, "12" once.
+    table = _table(
+        ["4", "1", "4", "12", "4"],
+        [
+            [0, 0, 0, 1, 0, 0, 0],
+            [1, 0, 0, 0, 0, 0, 0],
+            [0, 0, 1, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 1, 0, 0],
+        ],
+        [1.0, -1.0, -1.0, 0.5, 0.0],
+    )
+    boards, pi, z = games_to_tensors([table], mirror=False, merge_duplicates=True)
+    assert boards.shape == (3, 6, 7)  # first-seen order: "4", "1", "12"
+    assert torch.equal(boards, bb.to_boards(bb.state_from_moves(["4", "1", "12"])))
+    assert pi[0].tolist() == pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3, 0, 0])
+    assert z.tolist() == pytest.approx([0.0, -1.0, 0.5])
+    # With mirroring, "4" and its mirror coincide (6 copies, one row); "1" and "7" stay apart.
+    boards, pi, z = games_to_tensors([table], mirror=True, merge_duplicates=True)
+    assert boards.shape == (5, 6, 7)
+    assert pi.sum(1).tolist() == pytest.approx([1.0] * 5)
+    assert z[0].item() == pytest.approx(0.0)
+    plain, _, _ = games_to_tensors([table], mirror=True)
+    assert plain.shape[0] == 10

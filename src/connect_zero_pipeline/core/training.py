@@ -73,6 +73,9 @@ class TrainConfig:
     """Add the left-right mirror of every position at load time."""
     root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
+    merge_duplicates: bool = False
+    """Train on each distinct position of the window once, with the mean of its
+    targets (``pi`` and the value target), instead of once per occurrence."""
     max_loss: float = 50.0
     """Stop with an error when a minibatch loss exceeds this (or is not finite)."""
     seed: int = 0
@@ -126,6 +129,7 @@ def games_to_tensors(
     mirror: bool = True,
     root_value_weight: float = 0.0,
     names: Sequence[str] | None = None,
+    merge_duplicates: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Self-play tables -> training tensors.
 
@@ -137,6 +141,9 @@ def games_to_tensors(
             0 is AlphaZero's game outcome. Mixing in the search's own estimate
             lowers the target's noise when games are short and play is weak.
         names: the tables' names for error messages (default: their index).
+        merge_duplicates: return each distinct board once (after mirroring),
+            with the mean ``pi`` and value target of its occurrences
+            (:func:`merge_duplicate_boards`).
 
     Raises:
         ValueError: naming the table, for a missing column or a null value.
@@ -162,7 +169,35 @@ def games_to_tensors(
         boards = torch.cat([boards, boards.flip(-1)])  # (2N, 6, 7)
         pi = torch.cat([pi, pi.flip(-1)])
         z = torch.cat([z, z])
+    if merge_duplicates:
+        boards, pi, z = merge_duplicate_boards(boards, pi, z)
     return boards, pi, z
+
+
+def merge_duplicate_boards(
+    boards: torch.Tensor, pi: torch.Tensor, z: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each distinct board of ``boards int8 [N, 6, 7]`` once, with the mean of its
+    ``pi [N, 7]`` rows and ``z [N]`` values; the boards keep their first-seen order.
+
+    Self-play repeats positions (the empty board once per game, openings often):
+    averaging their targets removes that repetition's noise and its weight."""
+    n = boards.shape[0]
+    if n == 0:
+        return boards, pi, z
+    rows = np.ascontiguousarray(boards.reshape(n, -1).numpy())  # (N, 42) int8
+    keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()  # (N,) one key per board
+    _, first, inverse, counts = np.unique(
+        keys, return_index=True, return_inverse=True, return_counts=True
+    )
+    order = np.argsort(first, kind="stable")  # unique ids in first-seen order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    group = torch.from_numpy(rank[inverse.ravel()])  # (N,) output row of each sample
+    size = torch.from_numpy(counts[order].astype(np.float32))  # (U,)
+    merged_pi = torch.zeros(order.size, 7).index_add_(0, group, pi) / size[:, None]
+    merged_z = torch.zeros(order.size).index_add_(0, group, z) / size
+    return boards[torch.from_numpy(first[order])], merged_pi, merged_z
 
 
 def alphazero_loss(

@@ -32,6 +32,7 @@ def train_generation(
         mirror=cfg.mirror,
         root_value_weight=cfg.root_value_weight,
         names=[f"{generation_name(first + i)}.games" for i in range(len(games))],
+        merge_duplicates=cfg.merge_duplicates,
     )
     if boards.shape[0] == 0:
         raise ValueError(
@@ -40,11 +41,13 @@ def train_generation(
         )
     new_rows = len(games[-1]) * (2 if cfg.mirror else 1)  # the newest generation's samples
     progress = ((generation - 1) / num_generations, generation / num_generations)
+    window_rows = sum(len(g) for g in games) * (2 if cfg.mirror else 1)
     log.info(
-        "Generation %d training on %d samples from %d generation(s)",
+        "Generation %d training on %d samples from %d generation(s)%s",
         generation,
         boards.shape[0],
         len(games),
+        f" ({window_rows} before merging duplicates)" if cfg.merge_duplicates else "",
     )
     trained, metrics = train_model(
         model,
@@ -60,5 +63,6 @@ def train_generation(
     )
     trained.meta = {"generation": generation}
     metrics["window_generations"] = float(len(games))
+    metrics["distinct_fraction"] = boards.shape[0] / window_rows if cfg.merge_duplicates else 1.0
     log.info("Generation %d training: %s", generation, {k: round(v, 4) for k, v in metrics.items()})
     return trained.cpu(), metrics
