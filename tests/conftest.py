@@ -39,6 +39,9 @@ def kedro_project(tmp_path, monkeypatch):
     (project / "conf" / "local" / "mlflow.yml").write_text(
         f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
     )
+    # The Pons benchmark files (evaluate.benchmark_files) live in the repository's tests/,
+    # not in a test project; tests that want them name them.
+    (project / "conf" / "local" / "parameters.yml").write_text("evaluate:\n  benchmark_files: []\n")
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)

@@ -52,6 +52,13 @@ def project_root() -> str:
     return str((found or Path.cwd()).resolve())
 
 
+def in_project(path: str | Path) -> Path:
+    """``path`` itself if absolute, else ``path`` below :func:`project_root` (so a relative
+    path in the parameters means the same file from any folder of the project)."""
+    path = Path(path)
+    return path if path.is_absolute() else Path(project_root()) / path
+
+
 def sqlite_path(tracking_uri: str | None) -> Path | None:
     """The database file of a ``sqlite:///`` tracking URI, else None."""
     if not tracking_uri or not tracking_uri.startswith("sqlite:///"):

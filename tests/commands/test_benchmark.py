@@ -254,5 +254,13 @@ def test_benchmark_scores_the_network_and_mcts_agents_with_a_persistent_cache(mo
     assert any(cache.glob("part-*.parquet"))  # every label kept for the next run
     status, again, _ = _score(*argv)
     assert [r["strict_acc"] for r in again] == [r["strict_acc"] for r in records]
+    status, gumbel, _ = _score(*argv, "--search", "gumbel")
+    assert status == 0 and [(r["agent"], r["search"]) for r in gumbel] == [
+        ("network", None),
+        ("mcts-8", "gumbel"),
+    ]
+    assert gumbel[0]["strict_acc"] == records[0]["strict_acc"]  # the network is the same
     with pytest.raises(SystemExit):
         _parse_args(["--file", str(path), "--sims", "0,-3"])
+    with pytest.raises(SystemExit):
+        _parse_args(["--file", str(path), "--search", "alphabeta"])

@@ -112,24 +112,32 @@ def test_weak_accuracy_counts_the_outcome_class_not_the_exact_score():
 
 def test_the_mcts_agent_is_scored_on_its_most_visited_move():
     from connect_zero_pipeline.core.evaluation import search_agent_metrics
+    from connect_zero_pipeline.core.mcts import MCTSConfig
 
-    def prefers(column: int):
+    def prefers(column: int, strength: float = 4.0):
         def fn(boards):
-            logits = torch.full((boards.shape[0], 7), -4.0)
-            logits[:, column] = 4.0
+            logits = torch.full((boards.shape[0], 7), -strength)
+            logits[:, column] = strength
             return logits, torch.zeros(boards.shape[0])
 
         return fn
 
     end, draw = _labelled([ROWS[2]]), _labelled([ROWS[3]])  # see ROWS for their scores
-    assert search_agent_metrics(prefers(1), end, sims=16) == {
+    assert search_agent_metrics(prefers(1), end, MCTSConfig(sims=16)) == {
         "strict_acc": 1.0,
         "weak_acc": 1.0,
         "count": 1.0,
     }
-    assert search_agent_metrics(prefers(3), end, sims=16)["weak_acc"] == 0.0  # -1: a loss
-    assert search_agent_metrics(prefers(0), draw, sims=16)["strict_acc"] == 1.0
-    both = search_agent_metrics(prefers(4), _labelled(ROWS[2:]), sims=16, batch_size=1)
+    assert (
+        search_agent_metrics(prefers(3), end, MCTSConfig(sims=16))["weak_acc"] == 0.0
+    )  # -1: a loss
+    assert search_agent_metrics(prefers(0), draw, MCTSConfig(sims=16))["strict_acc"] == 1.0
+    # Gumbel search plays its survivor: a prior gap beyond sigma(q)'s range (|q| <= 1,
+    # (c_visit + max N) * q <= 66 here) decides it.
+    gumbel = MCTSConfig(sims=16, search="gumbel")
+    assert search_agent_metrics(prefers(1, 50.0), end, gumbel)["strict_acc"] == 1.0
+    assert search_agent_metrics(prefers(3, 50.0), end, gumbel)["weak_acc"] == 0.0
+    both = search_agent_metrics(prefers(4), _labelled(ROWS[2:]), MCTSConfig(sims=16), batch_size=1)
     assert both == {"strict_acc": 0.0, "weak_acc": 0.0, "count": 2.0}
 
 

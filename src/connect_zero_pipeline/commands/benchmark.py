@@ -4,7 +4,8 @@ Usage::
 
     python -m connect_zero_pipeline benchmark --file PATH [--file PATH ...]
                                               [--model PATH | --dataset NAME]
-                                              [--sims 0,32,600] [--max-nodes N]
+                                              [--sims 0,32,600] [--search puct|gumbel]
+                                              [--max-nodes N]
                                               [--cache DIR | --cache none] [--batch-size N]
 
 ``score`` is the same command (``--sims 0`` by default: the network alone).
@@ -27,8 +28,10 @@ the project). Then each agent plays every position:
   :func:`~..core.evaluation.solver_set_metrics` (``acc``, ``ce``,
   ``val_signacc``, per ply bucket, and the same over decisive positions with
   the suffix ``_decisive``);
-- ``--sims N``: the MCTS agent with N simulations, no noise, greedy on the
-  visit counts (:func:`~..core.evaluation.search_agent_metrics`).
+- ``--sims N``: the MCTS agent with N simulations and no noise
+  (:func:`~..core.evaluation.search_agent_metrics`): ``--search puct`` (the
+  default) plays the most visited move, ``--search gumbel`` the Sequential
+  Halving survivor.
 
 One JSON line per file and agent, with ``strict_acc`` (the chosen move has
 the best exact score), ``weak_mistake_rate`` (AlphaZero.jl's: the chosen
@@ -114,6 +117,14 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
         metavar="N[,N...]",
         help="agents: 0 is the network alone, N > 0 MCTS with N simulations (default 0)",
     )
+    from ..core.mcts import SEARCHES
+
+    parser.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default="puct",
+        help="the MCTS agents' search (default puct; gumbel: Sequential Halving, no noise)",
+    )
     parser.add_argument(
         "--cache",
         default=None,
@@ -181,6 +192,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from ..core.evaluation import search_agent_metrics
     from ..core.inference import make_evaluate_fn, torch_evaluate_fn
     from ..core.labelling import Labeller, SolvedCache
+    from ..core.mcts import MCTSConfig
     from ..executors import chunk_runner
 
     model, description = resolve_model(args.model, args.dataset)
@@ -198,8 +210,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                     strict = metrics.get("acc", 0.0)
                     weak = metrics.get("weak_acc", 0.0)
                 else:
+                    config = MCTSConfig(sims=sims, search=args.search)
                     metrics = (
-                        search_agent_metrics(search_fn, labelled, sims) if len(labelled) else {}
+                        search_agent_metrics(search_fn, labelled, config) if len(labelled) else {}
                     )
                     strict = metrics.pop("strict_acc", 0.0)
                     weak = metrics.pop("weak_acc", 0.0)
@@ -208,6 +221,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                     "file": str(path),
                     "model": description,
                     "agent": "network" if sims == 0 else f"mcts-{sims}",
+                    "search": None if sims == 0 else args.search,
                     "sims": sims,
                     "positions": len(table),
                     "decisive": int(labelled["decisive"].sum()),

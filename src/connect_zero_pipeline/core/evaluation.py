@@ -116,24 +116,28 @@ def solver_set_metrics(
 
 
 def search_agent_metrics(
-    evaluate_fn: EvaluateFn, positions: pd.DataFrame, sims: int, batch_size: int = 256
+    evaluate_fn: EvaluateFn, positions: pd.DataFrame, config, batch_size: int = 256
 ) -> dict[str, float]:
-    """The MCTS agent (``sims`` simulations, no noise, most visited move) on a labelled set.
+    """The MCTS agent of ``config`` (an :class:`~.mcts.MCTSConfig`) on a labelled set: no
+    noise; PUCT plays the most visited move, Gumbel search its Sequential Halving survivor.
 
     Returns:
         ``strict_acc`` (the move has the best exact score), ``weak_acc`` (it
         keeps the best outcome class) and ``count``; positions are searched
         ``batch_size`` at a time, all together on the batched tree.
     """
-    from .mcts import MCTSConfig, search
+    from .mcts import search
 
     state, optimal, best, _ = solver_labels(positions)
     outcome = torch.from_numpy(np.sign(positions[SCORE_COLUMNS].astype("float64").to_numpy()))
-    config = MCTSConfig(sims=sims)
     picks = []
     for i in range(0, state.batch_size, batch_size):
         sub = state.take(torch.arange(i, min(i + batch_size, state.batch_size)))
-        visits = search(sub, evaluate_fn, config).visit_counts  # (b, 7)
+        result = search(sub, evaluate_fn, config)
+        if result.action is not None:  # Gumbel: the noise-free survivor
+            picks.append(result.action)
+            continue
+        visits = result.visit_counts  # (b, 7)
         picks.append(visits.masked_fill(~legal_mask(sub), -1).argmax(1))  # ties: lowest column
     top = torch.cat(picks) if picks else torch.zeros(0, dtype=torch.int64)
     hit = optimal.gather(1, top[:, None]).squeeze(1)

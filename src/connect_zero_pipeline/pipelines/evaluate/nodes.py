@@ -17,10 +17,15 @@ from ...core.mcts import SEARCHES, MCTSConfig, MCTSPlayer
 from ...core.players import PolicyPlayer, RandomOpening, RandomPunisher
 from ...core.pons_files import label_positions, read_pons_file
 from ...executors import chunk_runner
+from ...tracking import in_project
 from ..params import parse_section
 from ..pons.nodes import PonsConfig
 
 log = logging.getLogger(__name__)
+
+
+BENCHMARK_FILES = ("tests/data/pons/Test_L3_R1", "tests/data/pons/Test_L2_R1")
+"""Pascal Pons' public end-easy and middle-easy sets, shipped with the project."""
 
 
 @dataclass(frozen=True)
@@ -50,12 +55,12 @@ class EvaluateConfig:
     search: str = "puct"
     """The MCTS agents' search: ``puct`` (most visited move) or ``gumbel`` (Gumbel search
     without noise: its Sequential Halving survivor)."""
-    benchmark_files: list = field(default_factory=list)
+    benchmark_files: list = field(default_factory=lambda: list(BENCHMARK_FILES))
     """Pons-format position files (paths from the project root), labelled once by the solver
     (through the ``pons`` solver cache), on which the network and the MCTS agents of
     ``benchmark_sims`` are scored every generation: ``bench.<file>.<agent>.strict_acc`` and
-    ``.weak_mistake_rate``. The two shipped public sets are ``tests/data/pons/Test_L3_R1``
-    and ``tests/data/pons/Test_L2_R1``. ``[]``: none."""
+    ``.weak_mistake_rate``. Default: the two shipped public sets (:data:`BENCHMARK_FILES`);
+    ``[]``: none."""
     benchmark_sims: list = field(default_factory=lambda: [32])
     """Simulations of the MCTS agents scored on ``benchmark_files`` (the network always is)."""
 
@@ -77,7 +82,7 @@ class EvaluateConfig:
         )  # fmt: skip
         for path in self.benchmark_files:
             check(
-                isinstance(path, str) and Path(path).is_file(),
+                isinstance(path, str) and in_project(path).is_file(),
                 "benchmark_files",
                 path,
                 "a list of existing position files (paths from the project root)",
@@ -90,13 +95,14 @@ _LABELLED: dict[tuple, pd.DataFrame] = {}  # (file, mtime, size) -> labelled tab
 
 def _labelled_file(path: str) -> pd.DataFrame:
     """The solver-labelled positions of a Pons file, labelled once per process and file version."""
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    file = in_project(path)
+    stat = file.stat()
+    key = (str(file.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _LABELLED:
-        table, errors = read_pons_file(path)
+        table, errors = read_pons_file(file)
         if errors:
             raise ValueError(f"evaluate.benchmark_files: {errors[0]} ({len(errors)} bad lines)")
-        cache = SolvedCache(PonsConfig().cache_dir)
+        cache = SolvedCache(in_project(PonsConfig().cache_dir))
         with Labeller(max_nodes=0, cache=cache, run_chunks=chunk_runner("local", 0)) as lab:
             labelled, _ = label_positions(table, lab, desc=f"labelling {Path(path).name}")
         _LABELLED[key] = labelled
@@ -113,7 +119,7 @@ def _benchmark(path: str, model: nn.Module, search_fn, cfg, device) -> dict[str,
         f"bench.{name}.network.weak_mistake_rate": 1.0 - network["weak_acc"],
     }
     for sims in cfg.benchmark_sims:
-        agent = search_agent_metrics(search_fn, labelled, sims)
+        agent = search_agent_metrics(search_fn, labelled, MCTSConfig(sims=sims, search=cfg.search))
         out[f"bench.{name}.mcts{sims}.strict_acc"] = agent["strict_acc"]
         out[f"bench.{name}.mcts{sims}.weak_mistake_rate"] = 1.0 - agent["weak_acc"]
     return out
