@@ -42,7 +42,15 @@ from kedro.framework.hooks import hook_impl
 from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
-from .naming import LEARNING_CURVES, MODEL_OUTPUTS, metric_name, parse_step, stage_of
+from .naming import (
+    CHUNK,
+    GENERATION,
+    LEARNING_CURVES,
+    MODEL_OUTPUTS,
+    metric_name,
+    parse_step,
+    stage_of,
+)
 from .runs import RunRefused, run_identity
 
 log = logging.getLogger(__name__)
@@ -66,6 +74,43 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+"""The experiment tag that makes MLflow 3's UI open the model-training view (not GenAI)."""
+
+_NODE_FILTERS = ("namespaces", "node_names", "from_nodes", "to_nodes", "from_inputs",
+                 "to_outputs", "tags")  # fmt: skip
+
+
+def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None) -> str:
+    """What the MLflow parent run is called: pipeline, scope, seed and start time.
+
+    ``alphazero seed=0 2026-11-23T10:26`` for a whole run; a run filtered to
+    some nodes names its generations: ``alphazero gen_003 seed=0 ...`` or
+    ``alphazero gen_003..gen_005 seed=0 ...``. ``steps`` are the generation
+    (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
+    (a UTC time, ``2026-11-23T10.26.07.123Z``).
+    """
+    from .pipeline_registry import DEFAULT_PIPELINE
+
+    names = run_params.get("pipeline_names") or ["__default__"]
+    parts = [",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names)]
+    steps = sorted(steps, key=lambda s: parse_step(s)[1])
+    if steps and any(run_params.get(k) for k in _NODE_FILTERS):
+        parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
+    kinds = {parse_step(s)[0] for s in steps}
+    seed = None
+    if GENERATION in kinds:
+        seed = (params.get("model") or {}).get("seed")
+    elif CHUNK in kinds:
+        seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
+    if seed is not None:
+        parts.append(f"seed={seed}")
+    if run_id:  # 2026-11-23T10.26.07.123Z -> 2026-11-23T10:26
+        date, _, clock = run_id.partition("T")
+        parts.append(f"{date}T{clock[:5].replace('.', ':')}")
+    return " ".join(parts)
 
 
 class GenerationRunsHook:
@@ -96,6 +141,10 @@ class GenerationRunsHook:
         run_identity.record_mlflow_run(self._parent)
         if run_identity.run_id:  # kedro-mlflow tagged the session id; the run's id is this
             self._client.set_tag(self._parent, "run_id", run_identity.run_id)
+        name = parent_run_name(run_params, list(self._pending), run_identity.params,
+                               run_identity.run_id)  # fmt: skip
+        self._client.set_tag(self._parent, "mlflow.runName", name)
+        self._client.set_experiment_tag(self._experiment, *EXPERIMENT_KIND)
         # A resumed run: reopen the children its first attempt created.
         for child in self._client.search_runs(
             [self._experiment], f"tags.mlflow.parentRunId = '{self._parent}'"

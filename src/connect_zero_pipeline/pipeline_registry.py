@@ -5,6 +5,9 @@ from __future__ import annotations
 from kedro.framework.project import find_pipelines
 from kedro.pipeline import Pipeline
 
+DEFAULT_PIPELINE = "alphazero"
+"""The main job: what ``kedro run`` runs (``__default__``)."""
+
 
 def register_pipelines() -> dict[str, Pipeline]:
     """Register the project's pipelines.
@@ -14,6 +17,6 @@ def register_pipelines() -> dict[str, Pipeline]:
     """
     pipelines = find_pipelines(raise_errors=True)
     # `kedro run --pipelines=X` makes find_pipelines load only X.
-    if "alphazero" in pipelines:
-        pipelines["__default__"] = pipelines["alphazero"]
+    if DEFAULT_PIPELINE in pipelines:
+        pipelines["__default__"] = pipelines[DEFAULT_PIPELINE]
     return pipelines

@@ -5,7 +5,8 @@ project's hooks (``hooks.py``) open one MLflow child run per generation and
 keep the MLflow run stack clean; ``RunStartHook`` validates the run's
 parameters before any work (and hands them to the pipeline registry: the
 unrolled DAGs depend on them), and ``run_identity`` makes a run read only its
-own versions and resume by its id.
+own versions and resume by its id; ``RunSummaryHook`` prints what a finished
+run produced.
 """
 
 from kedro.config import OmegaConfigLoader
@@ -13,8 +14,15 @@ from kedro.config import OmegaConfigLoader
 from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS as _LOADER_ARGS
 from connect_zero_pipeline.hooks import GenerationRunsHook, MlflowRunStackHook, RunStartHook
 from connect_zero_pipeline.runs import run_identity
+from connect_zero_pipeline.summary import RunSummaryHook
 
-HOOKS = (RunStartHook(), run_identity, GenerationRunsHook(), MlflowRunStackHook())
+HOOKS = (
+    RunStartHook(),
+    run_identity,
+    GenerationRunsHook(),
+    RunSummaryHook(),
+    MlflowRunStackHook(),
+)
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = _LOADER_ARGS  # parameters merge key by key over conf/base

@@ -1,7 +1,9 @@
 """Where the project commands (``play``, ``score``) take a trained model from.
 
-The model is ``--model PATH`` (a model file, or a versioned dataset folder:
-its latest version), else the latest version of a catalog entry (by default
+The model is ``--model PATH`` (a checkpoint or an exported ONNX file, or a
+versioned dataset folder: its latest version), ``--model models:/NAME@ALIAS``
+or ``models:/NAME/VERSION`` (a version of the project's MLflow registry, as
+an ONNX network), else the latest version of a catalog entry (by default
 ``latest_model``, the export pipeline's input), read from the Kedro project
 around the working directory without running a pipeline.
 """
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
+REGISTRY_PREFIX = "models:/"  # --model models:/connect-zero@champion: the MLflow registry
 
 
 class CommandError(Exception):
@@ -116,9 +119,15 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
     """
     from ..core.checkpoint import load_model
 
+    if model_path is not None and model_path.startswith(REGISTRY_PREFIX):
+        return _registered(model_path)
     if model_path is not None:
         path = latest_version_file(Path(model_path))
         try:
+            if path.suffix == ".onnx":
+                from ..core.export import OnnxNetwork
+
+                return OnnxNetwork(path.read_bytes()), str(path)
             return load_model(path), str(path)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
@@ -137,10 +146,31 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
     return model, f"catalog entry {dataset!r} (latest version)"
 
 
+def _registered(uri: str):
+    """A registered version of the project's MLflow registry (``models:/name@alias``)."""
+    from kedro.utils import find_kedro_project
+
+    from ..registry import load_registered
+
+    project = find_kedro_project(Path.cwd())
+    if project is None:
+        raise CommandError(f"{uri}: {Path.cwd()} is not inside a Kedro project (no registry)")
+    try:
+        network = load_registered(uri, project)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    version = network.meta["registered"].rsplit(" ", 1)[-1]
+    return network, f"{uri} (version {version})"
+
+
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     """``--model PATH | --dataset NAME`` (mutually exclusive), as :func:`resolve_model` takes them."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--model", help="model file, or versioned folder (its latest version)")
+    group.add_argument(
+        "--model",
+        help="model file (.pt checkpoint or exported .onnx), versioned folder (its latest "
+        "version), or registered version models:/connect-zero@champion (or .../<version>)",
+    )
     group.add_argument(
         "--dataset",
         default=DEFAULT_MODEL_ENTRY,

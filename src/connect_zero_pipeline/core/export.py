@@ -106,13 +106,15 @@ def _quiet_exporter():
             lg.setLevel(level)
 
 
-def export_onnx(model: nn.Module, opset: int = DEFAULT_OPSET) -> bytes:
+def export_onnx(model: nn.Module, opset: int = DEFAULT_OPSET, meta: dict | None = None) -> bytes:
     """Export ``model`` to ONNX bytes with the protocol signature and a dynamic batch.
 
     Args:
         model: any model following the protocol (``ResNet``, ``SimpleMLP``);
             exported on CPU in eval mode (the caller's model is not modified).
         opset: ONNX opset, ``>= 18``.
+        meta: what the file says about the model (``connect_zero.meta``); default
+            ``model.meta`` (its generation).
 
     Returns:
         A serialised ``onnx.ModelProto``: input ``board`` int8 ``[batch, 6, 7]``,
@@ -142,7 +144,7 @@ def export_onnx(model: nn.Module, opset: int = DEFAULT_OPSET) -> bytes:
     # The file describes itself: the architecture config and meta travel with the graph.
     for key, value in (
         ("connect_zero.config", getattr(model, "config", None)),
-        ("connect_zero.meta", getattr(model, "meta", None) or {}),
+        ("connect_zero.meta", meta if meta is not None else getattr(model, "meta", None) or {}),
     ):
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, json.dumps(value, sort_keys=True, default=str)
@@ -225,6 +227,29 @@ def ort_evaluate(session, boards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Run an ONNX session: ``int8 [B, 6, 7]`` -> ``(logits [B, 7], value [B])`` float32."""
     logits, value = session.run(list(OUTPUT_NAMES), {INPUT_NAME: boards.astype(np.int8)})
     return logits, value
+
+
+class OnnxNetwork(nn.Module):
+    """An exported model (:func:`export_onnx` bytes) as a network: ``forward(boards int8
+    [B, 6, 7]) -> (logits [B, 7], value [B])`` on onnxruntime's CPU provider.
+
+    It has the checkpoint models' ``config`` and ``meta`` (from the file) and
+    ``onnx_bytes``, which :func:`~.inference.make_evaluate_fn` runs as they are.
+    It lets ``play``, ``benchmark`` and the ladder use a registered ONNX version.
+    """
+
+    def __init__(self, model_bytes: bytes):
+        super().__init__()
+        check_signature(model_bytes)
+        info = onnx_info(model_bytes)
+        self.onnx_bytes = model_bytes
+        self.config = info["config"]
+        self.meta = info["meta"]
+        self._session = ort_session(model_bytes, threads=1, spin=False)
+
+    def forward(self, boards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, value = ort_evaluate(self._session, boards.detach().cpu().numpy())
+        return torch.from_numpy(logits), torch.from_numpy(value)
 
 
 def random_positions(num_positions: int, seed: int = 0) -> torch.Tensor:

@@ -45,7 +45,7 @@ def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None
             of its parameters. Boards are moved to it.
     """
     if device is None:
-        device = next(model.parameters()).device
+        device = next(model.parameters(), torch.empty(0)).device  # no parameters: an OnnxNetwork
     model = model.to(device).eval()
 
     def evaluate_fn(boards: torch.Tensor):
@@ -89,9 +89,8 @@ def ort_evaluate_fn(model: nn.Module, threads: int = 1) -> EvaluateFn:
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(
-        onnx_bytes_for_inference(model), options, providers=["CPUExecutionProvider"]
-    )
+    graph = getattr(model, "onnx_bytes", None) or onnx_bytes_for_inference(model)  # OnnxNetwork
+    session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     def evaluate_fn(boards: torch.Tensor):
         b = boards.detach().cpu().numpy().astype(np.int8, copy=False)

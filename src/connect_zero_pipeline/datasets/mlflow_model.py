@@ -7,6 +7,9 @@ a resumed, finished run re-exported and re-registered its model. This
 subclass answers ``exists()`` from the run itself: the model is there when the
 active run (the resumed run's own parent) already has a logged model of that
 name.
+
+Each save also registers a described version (:mod:`..registry`): the ONNX
+signature, a description, tags and the ``champion`` alias.
 """
 
 from __future__ import annotations
@@ -16,7 +19,30 @@ from kedro_mlflow.io.models import MlflowModelTrackingDataset
 
 
 class RunModelDataset(MlflowModelTrackingDataset):
-    """``MlflowModelTrackingDataset`` whose ``exists()`` looks in the active MLflow run."""
+    """``MlflowModelTrackingDataset`` whose ``exists()`` looks in the active MLflow run, and
+    whose registered versions describe themselves (:func:`..registry.describe_version`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "signature" not in self._save_args:
+            from ..registry import onnx_signature
+
+            self._save_args["signature"] = onnx_signature()
+
+    def _save(self, model) -> None:
+        super()._save(model)
+        name = self._save_args.get("registered_model_name")
+        version = getattr(self.model_info, "registered_model_version", None)
+        if not name or version is None:
+            return
+        from ..core.export import onnx_info
+        from ..registry import describe_version, version_tags
+        from ..runs import run_identity
+
+        meta = onnx_info(model.SerializeToString())["meta"]
+        pipelines = (run_identity.manifest or {}).get("pipelines") or []
+        tags = version_tags(meta, run_identity.run_id, ",".join(pipelines) or None)
+        describe_version(mlflow.MlflowClient(), name, str(version), tags)
 
     def _exists(self) -> bool:
         run = mlflow.active_run()

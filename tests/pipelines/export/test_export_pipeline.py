@@ -7,6 +7,7 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from kedro.io import Version
@@ -23,16 +24,19 @@ from tests.conftest import run_kedro
 PAGE_FILES = {"index.html", "app.js", "style.css", "model.onnx", "model.json", *web.ORT_FILES}
 
 
+NO_POSITIONS = pd.DataFrame()  # the node fails before it reads the solver set
+
+
 @pytest.fixture
-def project(kedro_project):
+def project(pons_project):
     """``kedro_project`` with an absolute MLflow URI: MLflow caches stores and engines by
     URI, so the relative ``sqlite:///mlflow.db`` would reach the database of whichever
     project used it first in this process."""
-    db = kedro_project / "mlflow.db"
-    (kedro_project / "conf/local/mlflow.yml").write_text(
+    db = pons_project / "mlflow.db"
+    (pons_project / "conf/local/mlflow.yml").write_text(
         f"server:\n  mlflow_tracking_uri: sqlite:///{db}\n"
     )
-    return kedro_project
+    return pons_project
 
 
 def _save_latest_model(project, preset: str = "mlp", seed: int = 0) -> torch.nn.Module:
@@ -63,7 +67,8 @@ def test_export_writes_versioned_onnx_mlflow_model_and_play_page(project):
     assert [i.name for i in proto.graph.input] == ["board"]
     assert [o.name for o in proto.graph.output] == ["logits", "value"]
     info = core_export.onnx_info(onnx_path.read_bytes())
-    assert info["config"] == model.config and info["meta"] == {"generation": 3}
+    assert info["config"] == model.config and info["meta"]["generation"] == 3
+    assert 0 <= info["meta"]["solver.acc"] <= info["meta"]["solver.weak_acc"] <= 1
     assert info["opset"] >= 17
     boards = random_positions(1000, seed=9)
     session = core_export.ort_session(onnx_path.read_bytes())
@@ -104,7 +109,7 @@ def test_a_failing_parity_gate_writes_nothing(project, monkeypatch):
     _save_latest_model(project)
     real_export = core_export.export_onnx
 
-    def broken_export(model, opset):
+    def broken_export(model, opset, meta=None):
         # A deliberately wrong export: the policy head's bias is off by 1e-3.
         broken = build_model(model.config)
         broken.load_state_dict(model.state_dict())
@@ -130,7 +135,7 @@ def test_missing_onnxruntime_web_fails_before_anything_is_written(tmp_path):
         FileNotFoundError,
         match=r"ort\.wasm\.min\.js.*fetch the pinned version with: npm ci --prefix",
     ):
-        export_onnx_model(model, {"ort_web_dir": str(tmp_path)})
+        export_onnx_model(model, NO_POSITIONS, {"ort_web_dir": str(tmp_path)})
 
 
 def test_bad_parameters_name_the_key():
@@ -138,16 +143,67 @@ def test_bad_parameters_name_the_key():
     with pytest.raises(
         ValueError, match=r"unknown parameter 'export\.opsett'; did you mean 'export\.opset'"
     ):
-        export_onnx_model(model, {"opsett": 18})
+        export_onnx_model(model, NO_POSITIONS, {"opsett": 18})
     with pytest.raises(ValueError, match="opset must be an integer >= 18, got 11"):
-        export_onnx_model(model, {"opset": 11})
+        export_onnx_model(model, NO_POSITIONS, {"opset": 11})
     with pytest.raises(ValueError, match="parity_positions must be an integer >= 1000, got 10"):
-        export_onnx_model(model, {"parity_positions": 10})
+        export_onnx_model(model, NO_POSITIONS, {"parity_positions": 10})
 
 
 @pytest.mark.filterwarnings("ignore:One or more dataset names contain '.':UserWarning")
 def test_the_model_input_is_one_parameter():
     assert "latest_model" in create_pipeline().inputs()
     pipe = create_pipeline(model_input="gen_012.model")
-    assert pipe.inputs() == {"gen_012.model", "params:export"}
+    assert pipe.inputs() == {"gen_012.model", "pons_positions", "params:export"}
     assert pipe.outputs() == {"onnx_model_mlflow", "export_metrics", "play_page"}
+
+
+def test_registered_versions_describe_themselves_and_the_champion_is_the_best(project):
+    from connect_zero_pipeline.commands.model_source import resolve_model
+    from connect_zero_pipeline.registry import CHAMPION, load_registered
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+    accs = []
+    for seed in (0, 1, 2):
+        _save_latest_model(project, seed=seed)
+        run_kedro(project, "export")
+        (version,) = [
+            v for v in client.search_model_versions("name='connect-zero'")
+            if int(v.version) == seed + 1
+        ]  # fmt: skip
+        tags = version.tags
+        assert tags["generation"] == "3" and tags["pipeline"] == "export"
+        assert tags["run_id"] == sorted(p.stem for p in (project / "data/runs").glob("*.json"))[-1]
+        accs.append(float(tags["solver.acc"]))
+        assert 0 <= accs[-1] <= float(tags["solver.weak_acc"]) <= 1
+        assert "Generation 3 of run" in version.description
+        assert f"{accs[-1]:.1%}" in version.description
+        # The signature: board int8 [-1, 6, 7] -> logits [-1, 7], value [-1].
+        info = mlflow.models.get_model_info(f"models:/connect-zero/{version.version}")
+        inputs = info.signature.inputs.to_dict()
+        outputs = info.signature.outputs.to_dict()
+        assert [(i["name"], i["tensor-spec"]["dtype"], tuple(i["tensor-spec"]["shape"]))
+                for i in inputs] == [("board", "int8", (-1, 6, 7))]  # fmt: skip
+        assert [(o["name"], o["tensor-spec"]["dtype"], tuple(o["tensor-spec"]["shape"]))
+                for o in outputs] == [("logits", "float32", (-1, 7)), ("value", "float32", (-1,))]  # fmt: skip
+        # The champion is the best version so far on solver.acc (ties keep the older).
+        champion = client.get_model_version_by_alias("connect-zero", CHAMPION)
+        best = max(range(len(accs)), key=lambda i: (accs[i], -i))
+        assert str(champion.version) == str(best + 1)
+    # A registered version plays like the model it was exported from.
+    network = load_registered("models:/connect-zero/2", project)
+    boards = random_positions(64, seed=3)
+    torch.manual_seed(1)
+    twin = build_model("mlp").eval()
+    with torch.inference_mode():
+        expected, _ = twin(boards)
+    logits, _ = network(boards)
+    np.testing.assert_allclose(logits.numpy(), expected.numpy(), atol=1e-4)
+    _, description = resolve_model(f"models:/connect-zero@{CHAMPION}")
+    assert description == f"models:/connect-zero@{CHAMPION} (version {champion.version})"
+    with pytest.raises(
+        Exception,
+        match=r"models:/connect-zero@best: no such registered model "
+        r"version \(connect-zero has versions \[1, 2, 3\], aliases \['champion'\]\)",
+    ):
+        resolve_model("models:/connect-zero@best")

@@ -6,11 +6,14 @@ import logging
 from dataclasses import dataclass
 
 import onnx
+import pandas as pd
 from torch import nn
 
 from ... import web
 from ...core.config import check
+from ...core.evaluation import solver_set_metrics
 from ...core.export import MIN_OPSET, check_parity, export_onnx, onnx_info
+from ...core.inference import torch_evaluate_fn
 from ..params import parse_section
 
 log = logging.getLogger(__name__)
@@ -46,9 +49,13 @@ class ExportConfig:
 
 
 def export_onnx_model(
-    model: nn.Module, params: dict
+    model: nn.Module, positions: pd.DataFrame, params: dict
 ) -> tuple[onnx.ModelProto, onnx.ModelProto, dict]:
     """Export ``model`` to ONNX behind the parity gate.
+
+    The file's metadata carries the model's ``meta`` (its generation) and its
+    ``solver.acc`` and ``solver.weak_acc`` on the solver-labelled ``positions``,
+    which the registry version's tags and the play page show.
 
     Returns the ONNX model twice (the versioned file and the MLflow ONNX
     model) and the parity metrics. Raises before returning, so nothing is
@@ -56,7 +63,13 @@ def export_onnx_model(
     """
     (cfg,) = parse_section("export", params)
     web.ort_web_dist(cfg.ort_web_dir)  # the page node needs it: fail before writing anything
-    data = export_onnx(model, cfg.opset)
+    strength = solver_set_metrics(torch_evaluate_fn(model, "cpu"), positions)
+    meta = {
+        **(getattr(model, "meta", None) or {}),
+        "solver.acc": strength["acc"],
+        "solver.weak_acc": strength["weak_acc"],
+    }
+    data = export_onnx(model, cfg.opset, meta=meta)
     report = check_parity(model, data, cfg.parity_positions, cfg.parity_seed, cfg.parity_atol)
     metrics = {
         "parity_max_abs_diff_logits": report.max_abs_diff_logits,

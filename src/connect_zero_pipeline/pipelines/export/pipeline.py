@@ -19,7 +19,7 @@ def create_pipeline(model_input: str = DEFAULT_MODEL_INPUT, **kwargs) -> Pipelin
         [
             Node(
                 export_onnx_model,
-                inputs=[model_input, "params:export"],
+                inputs=[model_input, "pons_positions", "params:export"],
                 outputs=["onnx_model", "onnx_model_mlflow", "export_metrics"],
                 name="export_onnx_model",
                 tags=["export"],

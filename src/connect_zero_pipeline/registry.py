@@ -1,0 +1,194 @@
+"""The MLflow model registry: what a registered version says about itself, and the champion.
+
+Every export registers a version of ``connect-zero`` (``catalog.yml``,
+``onnx_model_mlflow``). :class:`~.datasets.mlflow_model.RunModelDataset` logs
+it with :func:`onnx_signature` and then calls :func:`describe_version`, which
+gives the version:
+
+- a description (what it is, how strong, the signature in words);
+- tags ``generation``, ``run_id``, ``solver.acc``, ``solver.weak_acc`` and
+  ``pipeline`` (the strength figures travel in the ONNX file's metadata, measured
+  by the export node on the shipped solver set);
+- the alias ``champion``, when the version beats the current champion on
+  ``solver.acc`` (or there is none yet).
+
+:func:`load_registered` reads a ``models:/<name>@<alias>`` or
+``models:/<name>/<version>`` URI of the project's store as an
+:class:`~.core.export.OnnxNetwork`, for ``play``, ``benchmark`` and the ladder.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+CHAMPION = "champion"
+"""The alias of the best registered version."""
+CHAMPION_METRIC = "solver.acc"
+"""What the champion is chosen by (higher is better)."""
+TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline")
+"""The tags of every registered version."""
+
+
+def onnx_signature():
+    """The MLflow signature of the exported protocol: ``board`` int8 ``[-1, 6, 7]`` ->
+    ``logits`` float32 ``[-1, 7]``, ``value`` float32 ``[-1]``."""
+    import numpy as np
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import Schema, TensorSpec
+
+    from .core.bitboard import HEIGHT, WIDTH
+    from .core.export import INPUT_NAME, OUTPUT_NAMES
+
+    return ModelSignature(
+        inputs=Schema([TensorSpec(np.dtype(np.int8), (-1, HEIGHT, WIDTH), INPUT_NAME)]),
+        outputs=Schema(
+            [
+                TensorSpec(np.dtype(np.float32), (-1, WIDTH), OUTPUT_NAMES[0]),
+                TensorSpec(np.dtype(np.float32), (-1,), OUTPUT_NAMES[1]),
+            ]
+        ),
+    )
+
+
+def version_tags(meta: dict[str, Any], run_id: str | None, pipeline: str | None) -> dict[str, str]:
+    """The tags of a version from its ONNX file's ``meta`` and the run that made it."""
+    values = {
+        "generation": meta.get("generation"),
+        "run_id": run_id,
+        "solver.acc": meta.get("solver.acc"),
+        "solver.weak_acc": meta.get("solver.weak_acc"),
+        "pipeline": pipeline,
+    }
+    return {k: (f"{v:.4f}" if isinstance(v, float) else str(v)) for k, v in values.items()
+            if v is not None}  # fmt: skip
+
+
+def describe(tags: dict[str, str]) -> str:
+    """A version's description, from its tags."""
+    what = f"Generation {tags['generation']}" if "generation" in tags else "A model"
+    origin = f" of run {tags['run_id']}" if "run_id" in tags else ""
+    origin += f" (pipeline {tags['pipeline']})" if "pipeline" in tags else ""
+    strength = (
+        f" On the shipped solver set the network alone plays the best move in "
+        f"{float(tags['solver.acc']):.1%} of positions (solver.acc)"
+        + (
+            f" and keeps the best outcome in {float(tags['solver.weak_acc']):.1%} (solver.weak_acc)"
+            if "solver.weak_acc" in tags
+            else ""
+        )
+        + "."
+        if "solver.acc" in tags
+        else ""
+    )
+    return (
+        f"{what}{origin}, a Connect-4 AlphaZero network in ONNX.{strength} Input `board` int8 "
+        f"[batch, 6, 7] (+1 the side to move, -1 the opponent, row 0 at the top); outputs "
+        f"`logits` float32 [batch, 7] (one per column) and `value` float32 [batch] in [-1, 1]."
+    )
+
+
+def _score(tags: dict[str, str]) -> float:
+    try:
+        return float(tags.get(CHAMPION_METRIC, "nan"))
+    except ValueError:
+        return math.nan
+
+
+def describe_version(client, name: str, version: str, tags: dict[str, str]) -> bool:
+    """Tag and describe version ``version`` of ``name``; move ``champion`` to it when it beats
+    the current champion on ``solver.acc``. Returns whether it became the champion."""
+    from mlflow.exceptions import MlflowException
+
+    for key, value in tags.items():
+        client.set_model_version_tag(name, version, key, value)
+    client.update_model_version(name, version, description=describe(tags))
+    new = _score(tags)
+    if math.isnan(new):
+        return False
+    try:
+        current = client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:  # no champion yet
+        current = None
+    if current is not None and not new > _score(current.tags):
+        return False
+    client.set_registered_model_alias(name, CHAMPION, version)
+    log.info("%s version %s is the new %s (%s %.4f)", name, version, CHAMPION,
+             CHAMPION_METRIC, new)  # fmt: skip
+    return True
+
+
+def project_tracking_uri(project: Path) -> str:
+    """The tracking URI of the Kedro project at ``project`` (its ``mlflow.yml``)."""
+    import os
+
+    from kedro.config import OmegaConfigLoader
+
+    from .config_loader import CONFIG_LOADER_ARGS
+
+    old = Path.cwd()
+    os.chdir(project)  # the ${cz.project_root:} resolver looks around the current folder
+    try:
+        loader = OmegaConfigLoader(
+            conf_source=str(project / "conf"), env=os.environ.get("KEDRO_ENV"),
+            **CONFIG_LOADER_ARGS,
+        )  # fmt: skip
+        return loader["mlflow"]["server"]["mlflow_tracking_uri"]
+    finally:
+        os.chdir(old)
+
+
+def load_registered(uri: str, project: Path):
+    """``models:/<name>@<alias>`` or ``models:/<name>/<version>`` of the project's store, as an
+    :class:`~.core.export.OnnxNetwork`.
+
+    Raises:
+        ValueError: naming the URI, for an unknown model, alias or version (with the known ones).
+    """
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from .core.export import OnnxNetwork
+
+    tracking_uri = project_tracking_uri(project)
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    body = uri[len("models:/") :]
+    name, alias = body.split("@", 1) if "@" in body else (body.split("/", 1)[0], None)
+    try:
+        if alias is not None:
+            version = client.get_model_version_by_alias(name, alias)
+        else:
+            version = client.get_model_version(name, body.split("/", 1)[1])
+    except (MlflowException, IndexError) as exc:
+        known = _known(client, name)
+        raise ValueError(f"{uri}: no such registered model version ({known})") from exc
+    with tempfile.TemporaryDirectory() as tmp:
+        mlflow.set_tracking_uri(tracking_uri)  # a command's own process: the project's store
+        mlflow.set_registry_uri(tracking_uri)
+        local = mlflow.artifacts.download_artifacts(
+            artifact_uri=f"models:/{name}/{version.version}", dst_path=tmp
+        )
+        files = sorted(Path(local).rglob("*.onnx"))
+        if not files:
+            raise ValueError(f"{uri}: version {version.version} holds no ONNX file")
+        network = OnnxNetwork(files[0].read_bytes())
+    network.meta = {**network.meta, "registered": f"{name} version {version.version}"}
+    return network
+
+
+def _known(client, name: str) -> str:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        model = client.get_registered_model(name)
+    except MlflowException:
+        names = sorted(m.name for m in client.search_registered_models())
+        return f"registered models: {names}" if names else "the registry is empty"
+    versions = sorted(int(v.version) for v in client.search_model_versions(f"name='{name}'"))
+    aliases = sorted(model.aliases or {})
+    return f"{name} has versions {versions}, aliases {aliases}"
