@@ -31,7 +31,9 @@ NAMESPACE = re.compile(rf"^(?P<kind>{GENERATION}|{CHUNK})_(?P<k>\d{{3,}})$")
 
 METRICS_SUFFIX = "_metrics"
 """Dict outputs logged as metrics: ``<stage>_metrics``."""
-UNPREFIXED_STAGES = ("eval",)
+EVAL_STAGE = "eval"
+"""The evaluation stage of a generation or chunk (``gen_003.eval_metrics``)."""
+UNPREFIXED_STAGES = (EVAL_STAGE,)
 """Stages whose metric keys are logged without the stage prefix (``solver.acc``)."""
 MODEL_OUTPUTS = ("model", "candidate")
 """Outputs of a step namespace that are networks (logged as MLflow artifacts)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
-from .naming import GENERATION, METRICS_SUFFIX, parse_step
+from .naming import EVAL_STAGE, GENERATION, parse_step, stage_of
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,8 @@ def render(
         lines.append(f"- MLflow run: `{mlflow_run_id}`")
     if generation is not None:
         name, metrics = generation
-        lines += ["", f"### {name}, the last generation", ""]
+        kind = "generation" if parse_step(name)[0] == GENERATION else "chunk"
+        lines += ["", f"### {name}, the last {kind}", ""]
         for key, label in HEADLINE:
             if key in metrics:
                 lines.append(f"- {label}: {metrics[key]:.3f}")
@@ -125,13 +126,13 @@ def _path(dataset) -> str | None:
 
 
 def last_generation(pipeline, catalog) -> tuple[str, dict[str, float]] | None:
-    """The highest generation of ``pipeline`` with an evaluate-metrics output, and its metrics."""
+    """The highest generation (or REINFORCE chunk) of ``pipeline`` with an evaluation-metrics
+    output, and its metrics."""
     best = None
     for name in pipeline.all_outputs():
-        namespace, _, local = name.rpartition(".")
+        namespace = name.rpartition(".")[0]
         step = parse_step(namespace)
-        is_metrics = step and step[0] == GENERATION and local == f"evaluate{METRICS_SUFFIX}"
-        if is_metrics and (best is None or step[1] > best[0]):
+        if step and stage_of(name) == EVAL_STAGE and (best is None or step[1] > best[0]):
             best = (step[1], namespace, name)
     if best is None:
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mlflow
 import pytest
 from kedro.framework.project import pipelines
@@ -33,8 +35,9 @@ def project(pons_project):
     return pons_project
 
 
-def test_two_generations_end_to_end_with_mlflow_children(project):
+def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     run_kedro(project, "alphazero", TINY)
+    summary = capsys.readouterr().out
     assert {p.name for p in pipelines["alphazero"].nodes} >= {
         "gen_002.evaluate",
         "gen_000.init_model",
@@ -71,6 +74,23 @@ def test_two_generations_end_to_end_with_mlflow_children(project):
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
     assert "model/model.pt" in artifacts
     assert mlflow.active_run() is None  # the run stack is left clean
+
+    # The parent: named by what it is, flat parameters, the model-training view.
+    (run_id,) = known_runs(project)
+    date, clock = run_id.split("T")
+    assert parent.info.run_name == f"alphazero seed=0 {date}T{clock[:5].replace('.', ':')}"
+    assert parent.data.params["selfplay.sims"] == "4" and "selfplay" not in parent.data.params
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+
+    # The end-of-run summary, printed and logged on the parent.
+    assert f"run id: `{run_id}`" in summary and "### gen_002, the last generation" in summary
+    acc = gen2.data.metrics["solver.acc"]
+    assert f"- solver.acc (network alone, strict): {acc:.3f}" in summary
+    assert f"model: `data/06_models/latest_model.pt/{run_id}/latest_model.pt`" in summary
+    assert f"data/08_reporting/learning_curves.png/{run_id}/learning_curves.png" in summary
+    assert f"MLflow run: `{parent.info.run_id}`" in summary and "`make mlflow`" in summary
+    logged = client.download_artifacts(parent.info.run_id, "summary.md")
+    assert Path(logged).read_text().strip() in summary
     _execute_notebook(project)
 
 
