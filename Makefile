@@ -6,6 +6,12 @@
 #   make test   same set-up, then ruff and pytest
 #   make web    fetch the play page's pinned onnxruntime-web with npm (part of setup)
 #
+# Views of a finished run (no activation of .venv needed):
+#   make mlflow     the MLflow UI on http://127.0.0.1:5000 (runs, children, registry)
+#   make viz        kedro-viz on http://127.0.0.1:4141 (the pipeline's lineage)
+#   make play       the play page on http://127.0.0.1:8000 (the latest export)
+#   make play-cli   play in the terminal (SIMS=200 for a stronger agent, MODEL=... to choose)
+#
 # torch is installed first: the CPU wheel on machines without an NVIDIA GPU
 # (a few hundred MB instead of several GB of CUDA libraries). Override with
 #   make run TORCH_INDEX=https://pypi.org/simple
@@ -20,7 +26,7 @@ EXTRAS      ?= dev,ray
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run resume test lint format bench viz clean-venv web
+.PHONY: setup run resume test lint format bench viz mlflow play play-cli clean-venv web
 
 setup: $(VENV)/.installed web
 
@@ -76,6 +82,20 @@ bench: setup
 
 viz: setup
 	$(BIN)/kedro viz run --no-browser
+
+# The store is the project's sqlite file (conf/base/mlflow.yml); the UI serves its artifacts.
+MLFLOW_PORT ?= 5000
+mlflow: setup
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)
+
+PLAY_PORT ?= 8000
+play: setup
+	$(BIN)/python -m connect_zero_pipeline play --web --port $(PLAY_PORT)
+
+SIMS  ?= 64
+MODEL ?=
+play-cli: setup
+	$(BIN)/python -m connect_zero_pipeline play --sims $(SIMS) $(if $(MODEL),--model $(MODEL))
 
 clean-venv:
 	rm -rf $(VENV)

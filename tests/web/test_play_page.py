@@ -163,7 +163,7 @@ def _expected_result(moves: str, human_first: bool) -> str:
 @pytest.mark.parametrize("colour", ["second", "first"])
 def test_a_full_game_by_clicking(page, page_url, model, colour):
     human_first = colour == "first"
-    page.goto(page_url)
+    page.goto(page_url + "?agent=policy")
     page.wait_for_selector("#board[data-ready=true]", timeout=30_000)
     page.check(f"input[name=colour][value={colour}]")  # starts a new game with that colour
     page.click("#new-game")
@@ -208,17 +208,55 @@ def test_a_full_game_by_clicking(page, page_url, model, colour):
     page.screenshot(path=str(ARTIFACTS / f"play_page_game_{colour}.png"), full_page=True)
 
 
-def test_clicks_on_a_full_column_are_ignored(page, page_url):
-    page.goto(page_url + "?moves=111111&colour=first")
+def test_a_click_on_a_full_column_says_so_and_plays_nothing(page, page_url):
+    page.goto(page_url + "?moves=111111&colour=first&agent=policy")
     turn, moves = _settle(page)
     assert (turn, moves) == ("human", "111111")
     page.click(".column[data-col='1']")
-    page.wait_for_timeout(300)
+    page.wait_for_selector("#status[data-notice=full-column]")
+    assert page.text_content("#status") == "Column 1 is full: choose another column."
     assert page.get_attribute("#board", "data-moves") == "111111"
     assert page.get_attribute("#board", "data-turn") == "human"
     page.click(".column[data-col='2']")
     page.wait_for_function("document.querySelector('#board').dataset.moves.length === 8")
     _settle(page)
+    assert page.get_attribute("#status", "data-notice") == ""  # the notice is gone
+
+
+def test_the_winning_four_is_highlighted(page, page_url):
+    # The person (first) has three in column 1 (rows 5, 4, 3 from the top); a click wins.
+    page.goto(page_url + "?moves=121212&colour=first&agent=policy")
+    assert _settle(page) == ("human", "121212")
+    page.click(".column[data-col='1']")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("over", "1212121")
+    assert page.get_attribute("#board", "data-win") == "2,0;3,0;4,0;5,0"
+    won = page.locator(".column[data-col='1'] .cell.win")
+    assert won.count() == 4 and page.locator(".cell.win").count() == 4
+    assert [won.nth(i).get_attribute("data-row") for i in range(4)] == ["2", "3", "4", "5"]
+    # A diagonal, replayed from ?moves: columns 1-4, rows 5 up to 2.
+    page.goto(page_url + "?moves=12233434474&colour=first&agent=policy")
+    assert _settle(page)[0] == "over"
+    cells = sorted(page.get_attribute("#board", "data-win").split(";"))
+    assert cells == ["2,3", "3,2", "4,1", "5,0"] and page.locator(".cell.win").count() == 4
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "play_page_win.png"), full_page=True)
+
+
+def test_the_mcts_agent_takes_a_win_and_blocks_a_threat(page, page_url):
+    # Whatever the (random) network thinks, the search sees the win in column 1 ...
+    page.goto(page_url + "?moves=121212&colour=second&agent=mcts&sims=64")
+    turn, moves = _settle(page)
+    assert (turn, moves) == ("over", "1212121")
+    assert page.get_attribute("#banner", "data-result") == "loss"
+    info = page.locator("#search-info").text_content()
+    assert info.startswith("MCTS, 64 simulations; visits 1: ")
+    visits = [int(part.split(": ")[1]) for part in info.split("visits ")[1].split("  ")]
+    assert sum(visits) == 64 and visits[0] == max(visits)
+    # ... and the person's threat in column 1.
+    page.goto(page_url + "?moves=12121&colour=first&agent=mcts&sims=200")
+    assert _settle(page) == ("human", "121211")
+    assert page.locator("#agent-mode option[value=mcts]").text_content() == "MCTS (200 simulations)"
 
 
 def test_lookahead_takes_a_win_and_blocks_a_threat(page, page_url):

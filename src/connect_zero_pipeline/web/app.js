@@ -8,10 +8,15 @@
 // Play by clicking a column or pressing its number (1-7).
 // State for tests and people: #board carries data-moves (the Pons move string,
 // 1-based columns), data-turn (loading | human | agent | over | error) and
-// data-result (win | loss | draw, the person's view). Query parameters:
+// data-result (win | loss | draw, the person's view) and data-win (the winning
+// four as "row,col;..." 0-based, row 0 at the top). #status carries data-notice
+// (full-column) after a click on a full column. Query parameters:
 //   ?moves=4453      start from a position (validated)
 //   &colour=second   the person plays second (default: first)
+//   &agent=mcts      the agent searches with MCTS (PUCT, as the Python agent; the default)
 //   &agent=lookahead the agent searches 2 plies with its value head
+//   &agent=policy    the agent plays its policy's most probable move
+//   &sims=200        MCTS simulations per move (1-5000)
 "use strict";
 
 (() => {
@@ -39,6 +44,7 @@
     over: false,
     result: "",
     lastCell: null,
+    winCells: [],
     token: 0, // bumped by every new game, so a late agent reply is dropped
   };
 
@@ -59,22 +65,24 @@
     return -1;
   }
 
-  function fourFrom(grid, r, c) {
+  // The cells [[r, c], ...] of every line of four or more through (r, c), [] if none.
+  function linesThrough(grid, r, c) {
     const who = grid[r][c];
+    const cells = [];
     for (const [dr, dc] of DIRECTIONS) {
-      let run = 1;
+      const line = [[r, c]];
       for (const sign of [1, -1]) {
         let rr = r + sign * dr;
         let cc = c + sign * dc;
         while (rr >= 0 && rr < ROWS && cc >= 0 && cc < COLS && grid[rr][cc] === who) {
-          run++;
+          line.push([rr, cc]);
           rr += sign * dr;
           cc += sign * dc;
         }
       }
-      if (run >= 4) return true;
+      if (line.length >= 4) cells.push(...(cells.length ? line.slice(1) : line));
     }
-    return false;
+    return cells;
   }
 
   // The position after `col` (0-based, legal), with won/full flags for the mover.
@@ -82,7 +90,8 @@
     const grid = pos.grid.map((row) => row.slice());
     const r = lowestEmptyRow(grid, col);
     grid[r][col] = pos.ply % 2 === 0 ? 1 : 2;
-    return { grid, ply: pos.ply + 1, row: r, won: fourFrom(grid, r, col), full: pos.ply + 1 === CELLS };
+    const line = linesThrough(grid, r, col);
+    return { grid, ply: pos.ply + 1, row: r, won: line.length > 0, line, full: pos.ply + 1 === CELLS };
   }
 
   // -------------------------------------------------------------------------
@@ -175,10 +184,87 @@
     return scores;
   }
 
+  // PUCT search like the Python agent's (core/mcts.py, no noise): the network's
+  // priors and values, c_puct 1.5, an unvisited child valued 0, wins and draws
+  // scored exactly. One network call per simulation. Returns the root
+  // children's visit counts and the root's mean value (its mover's view).
+  const C_PUCT = 1.5;
+
+  function newNode(pos, terminal) {
+    return { pos, terminal, expanded: false, prior: null, children: new Array(COLS).fill(null), n: 0, w: 0 };
+  }
+
+  async function expand(node) {
+    const { logits, value } = await evaluate([node.pos]);
+    node.prior = maskedSoftmax(logits, legalColumns(node.pos));
+    node.expanded = true;
+    return value[0];
+  }
+
+  async function mcts(pos, sims) {
+    const root = newNode(pos, 0);
+    const rootValue = await expand(root);
+    root.n = 1;
+    root.w = rootValue;
+    for (let s = 0; s < sims; s++) {
+      // Select: from the root down to a leaf; node.w sums values from node's mover view.
+      const path = [root];
+      let node = root;
+      while (node.expanded && node.terminal === 0) {
+        const legal = legalColumns(node.pos);
+        const sqrtN = Math.sqrt(node.n);
+        let best = -1;
+        let bestScore = -Infinity;
+        for (let c = 0; c < COLS; c++) {
+          if (!legal[c]) continue;
+          const child = node.children[c];
+          const n = child ? child.n : 0;
+          const q = n > 0 ? -child.w / n : 0; // the child's value, from node's mover view
+          const u = q + (C_PUCT * node.prior[c] * sqrtN) / (1 + n);
+          if (u > bestScore) {
+            bestScore = u;
+            best = c;
+          }
+        }
+        if (!node.children[best]) {
+          const next = playMove(node.pos, best);
+          // terminal: 1 the mover of `next` lost (its opponent just won), 2 a draw.
+          node.children[best] = newNode({ grid: next.grid, ply: next.ply }, next.won ? 1 : next.full ? 2 : 0);
+        }
+        node = node.children[best];
+        path.push(node);
+      }
+      // Evaluate: exact at terminals, the network elsewhere (side to move's view).
+      let value;
+      if (node.terminal === 1) value = -1;
+      else if (node.terminal === 2) value = 0;
+      else value = await expand(node);
+      // Back up, alternating sides.
+      for (let i = path.length - 1; i >= 0; i--) {
+        path[i].n += 1;
+        path[i].w += value;
+        value = -value;
+      }
+    }
+    const visits = root.children.map((child) => (child ? child.n : 0));
+    return { visits, value: root.w / root.n };
+  }
+
+  function simsParameter() {
+    const n = Number(new URLSearchParams(location.search).get("sims") || 200);
+    return Number.isInteger(n) && n >= 1 && n <= 5000 ? n : 200;
+  }
+
   async function agentChoose(pos, mode) {
     const legal = legalColumns(pos);
     const root = await evaluate([pos]);
     const probs = maskedSoftmax(root.logits, legal);
+    if (mode === "mcts") {
+      const sims = simsParameter();
+      const { visits, value } = await mcts(pos, sims);
+      // The most visited legal column; ties go to the lowest column (as the Python agent).
+      return { col: argmaxLegal(visits, legal), probs, value, visits, sims };
+    }
     if (mode !== "lookahead") return { col: argmaxLegal(probs, legal), probs, value: root.value[0] };
     const scores = await lookahead(pos);
     // Best lookahead score; near-ties (1e-6) are broken by the policy.
@@ -227,8 +313,10 @@
         cell.classList.toggle("second", grid[r][c] === 2);
         const last = game.lastCell && game.lastCell[0] === r && game.lastCell[1] === c;
         cell.classList.toggle("last", Boolean(last));
+        cell.classList.toggle("win", game.winCells.some(([wr, wc]) => wr === r && wc === c));
       });
     });
+    boardEl.dataset.win = game.winCells.map(([r, c]) => `${r},${c}`).join(";");
     boardEl.dataset.moves = game.moves;
     boardEl.dataset.result = game.result;
     if (game.over) {
@@ -258,7 +346,10 @@
     valueEl.dataset.value = v.toFixed(4);
     valueEl.textContent = `Agent's value estimate: ${v >= 0 ? "+" : ""}${v.toFixed(2)} (${mood})`;
     const info = $("#search-info");
-    if (choice.scores) {
+    if (choice.visits) {
+      const parts = choice.visits.map((n, c) => `${c + 1}: ${n}`);
+      info.textContent = `MCTS, ${choice.sims} simulations; visits ${parts.join("  ")}`;
+    } else if (choice.scores) {
       const parts = choice.scores.map((s, c) =>
         Number.isFinite(s) ? `${c + 1}: ${s >= 0 ? "+" : ""}${s.toFixed(2)}` : `${c + 1}: full`);
       info.textContent = `2-ply lookahead scores: ${parts.join("  ")}`;
@@ -269,6 +360,7 @@
 
   function setTurn(turn, message) {
     boardEl.dataset.turn = turn;
+    statusEl.dataset.notice = "";
     if (message !== undefined) statusEl.textContent = message;
   }
 
@@ -283,6 +375,7 @@
     game.moves += String(col + 1);
     game.lastCell = [next.row, col];
     if (next.won) {
+      game.winCells = next.line;
       game.over = true;
       game.result = humanMoved ? "win" : "loss";
     } else if (next.full) {
@@ -318,8 +411,13 @@
   }
 
   function onColumnClick(col) {
-    // Ignored unless it is the person's turn and the column has room.
-    if (boardEl.dataset.turn !== "human" || game.pos.grid[0][col] !== 0) return;
+    // Ignored unless it is the person's turn; a full column says so and waits.
+    if (boardEl.dataset.turn !== "human") return;
+    if (game.pos.grid[0][col] !== 0) {
+      statusEl.textContent = `Column ${col + 1} is full: choose another column.`;
+      statusEl.dataset.notice = "full-column";
+      return;
+    }
     applyMove(col);
     advance();
   }
@@ -345,6 +443,7 @@
     game.over = false;
     game.result = "";
     game.lastCell = null;
+    game.winCells = [];
     const error = replay(moves);
     if (error) {
       game.pos = emptyPosition();
@@ -352,6 +451,7 @@
       game.over = false;
       game.result = "";
       game.lastCell = null;
+      game.winCells = [];
     }
     render();
     advance();
@@ -374,7 +474,9 @@
     buildBoard();
     const params = new URLSearchParams(location.search);
     if (params.get("colour") === "second") $("input[name=colour][value=second]").checked = true;
-    if (params.get("agent") === "lookahead") $("#agent-mode").value = "lookahead";
+    const agent = params.get("agent");
+    if (["mcts", "lookahead", "policy"].includes(agent)) $("#agent-mode").value = agent;
+    $("#agent-mode").querySelector("option[value=mcts]").textContent = `MCTS (${simsParameter()} simulations)`;
     $("#new-game").addEventListener("click", () => newGame());
     // Choosing a colour starts a new game with it.
     document.querySelectorAll("input[name=colour]").forEach((el) => el.addEventListener("change", () => newGame()));
