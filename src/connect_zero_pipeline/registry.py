@@ -10,7 +10,9 @@ gives the version:
   ``pipeline`` (the strength figures travel in the ONNX file's metadata, measured
   by the export node on the shipped solver set);
 - the alias ``champion``, when the version beats the current champion on
-  ``solver.acc`` (or there is none yet).
+  ``solver.acc`` (or there is none yet). Once a ladder moved the champion
+  (``ladder.move_champion``, the model's tag ``champion_by: ladder.elo``), the
+  alias follows the ladder and exports leave it alone.
 
 :func:`load_registered` reads a ``models:/<name>@<alias>`` or
 ``models:/<name>/<version>`` URI of the project's store as an
@@ -31,6 +33,9 @@ CHAMPION = "champion"
 """The alias of the best registered version."""
 CHAMPION_METRIC = "solver.acc"
 """What the champion is chosen by (higher is better)."""
+CHAMPION_BY_TAG = "champion_by"
+"""A registered-model tag: ``ladder.elo`` once a ladder moved the champion (``ladder.
+move_champion``); exports then leave the alias alone (unless there is no champion)."""
 TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline")
 """The tags of every registered version."""
 
@@ -115,7 +120,8 @@ def describe_version(client, name: str, version: str, tags: dict[str, str]) -> b
         current = client.get_model_version_by_alias(name, CHAMPION)
     except MlflowException:  # no champion yet
         current = None
-    if current is not None and not new > _score(current.tags):
+    follows_ladder = client.get_registered_model(name).tags.get(CHAMPION_BY_TAG) == "ladder.elo"
+    if current is not None and (follows_ladder or not new > _score(current.tags)):
         return False
     client.set_registered_model_alias(name, CHAMPION, version)
     log.info("%s version %s is the new %s (%s %.4f)", name, version, CHAMPION,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .bitboard import NUM_CELLS, initial_state, play, to_boards
+from .bitboard import NUM_CELLS, State, initial_state, play, to_boards
 from .players import Player
 
 
@@ -58,6 +58,7 @@ def play_match(
     seed: int = 0,
     record: bool = False,
     device: torch.device | str = "cpu",
+    start: State | None = None,
 ) -> MatchResult:
     """Play ``num_games`` games between ``a`` and ``b``, alternating who starts.
 
@@ -67,6 +68,9 @@ def play_match(
         seed: seeds the one ``torch.Generator`` both players draw from.
         record: also return every state, move and the mover's final return.
         device: where the games are played.
+        start: ``num_games`` unfinished positions to start from (an opening per
+            game; default the empty board). "Starts" then means "moves first
+            from the opening"; ``length`` and ``ply`` count from it.
 
     Returns:
         A :class:`MatchResult`.
@@ -75,7 +79,12 @@ def play_match(
         raise ValueError(f"num_games must be >= 1, got {num_games}")
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
-    state = initial_state(num_games, device)
+    if start is None:
+        state = initial_state(num_games, device)
+    elif start.batch_size != num_games:
+        raise ValueError(f"start holds {start.batch_size} positions for {num_games} games")
+    else:
+        state = State(*(t.to(device) for t in start))
     games = torch.arange(num_games, device=device)
     a_first = games % 2 == 0
     a_to_move = a_first.clone()

@@ -38,6 +38,7 @@ def _schema() -> dict[str, tuple[type, ...]]:
     from .baselines.nodes import BaselineMatchConfig
     from .evaluate.nodes import EvaluateConfig
     from .export.nodes import ExportConfig
+    from .ladder.nodes import LadderConfig
     from .pons.nodes import PonsConfig
     from .reinforce.structure import ReinforceLoopConfig
     from .scorecard.nodes import ScorecardSelection
@@ -56,6 +57,7 @@ def _schema() -> dict[str, tuple[type, ...]]:
         "reinforce.train": (ReinforceConfig, NodeSettings),
         "reinforce.evaluate": (ReinforceEvalConfig, NodeSettings),
         "scorecard": (ScorecardConfig, ScorecardSelection, NodeSettings),
+        "ladder": (LadderConfig,),
     }
 
 
