@@ -30,7 +30,13 @@ def pure_fn(boards: torch.Tensor):
 
 
 SMALL = SelfPlayConfig(
-    num_games=6, sims=6, moves_per_gen=24, temp_cutoff=4, random_opening_plies=0, seed=7
+    num_games=6,
+    sims=6,
+    moves_per_gen=24,
+    temp_cutoff=4,
+    random_opening_plies=0,
+    seed=7,
+    search="puct",  # these invariants are PUCT's (visit-count targets); Gumbel has its own tests
 )
 
 

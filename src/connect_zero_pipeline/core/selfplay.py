@@ -84,7 +84,7 @@ class SelfPlayConfig:
 
     num_games: int = 512
     """Game slots played in parallel (the search batch size)."""
-    sims: int = 32
+    sims: int = 16
     """MCTS simulations per move."""
     moves_per_gen: int = 64
     """Env steps of the whole batch per generation; each step is one ply in every slot."""
@@ -101,7 +101,7 @@ class SelfPlayConfig:
     """Root Dirichlet noise concentration."""
     dirichlet_eps: float = 0.25
     """Root noise weight (0 disables noise)."""
-    search: str = "puct"
+    search: str = "gumbel"
     """``puct`` (AlphaZero: play sampled from the visit counts for ``temp_cutoff`` plies,
     train on the visit distribution) or ``gumbel`` (Gumbel AlphaZero: play the Gumbel-Top-k
     survivor, train on the improved policy; :mod:`.gumbel`)."""

@@ -73,7 +73,7 @@ class TrainConfig:
     """Add the left-right mirror of every position at load time."""
     root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
-    merge_duplicates: bool = False
+    merge_duplicates: bool = True
     """Train on each distinct position of the window once, with the mean of its
     targets (``pi`` and the value target), instead of once per occurrence."""
     max_loss: float = 50.0
