@@ -81,6 +81,7 @@ bench: setup
 	$(BIN)/python -m connect_zero_pipeline bench all
 
 viz: setup
+	@echo "kedro-viz: http://127.0.0.1:4141/ ; one generation: http://127.0.0.1:4141/?pid=__default__&fid=gen_020"
 	$(BIN)/kedro viz run --no-browser
 
 # The store is the project's sqlite file (conf/base/mlflow.yml); the UI serves its artifacts.

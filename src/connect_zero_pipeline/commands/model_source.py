@@ -19,6 +19,21 @@ from pathlib import Path
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
 REGISTRY_PREFIX = "models:/"  # --model models:/connect-zero@champion: the MLflow registry
+PRETRAINED = Path(__file__).resolve().parents[1] / "pretrained" / "connect_zero.onnx"
+"""The model that ships with the project (the default recipe's final generation), played
+when this project has trained none yet (pretrained/README.md says how it was made)."""
+
+
+def pretrained_model():
+    """``(OnnxNetwork, description)`` of :data:`PRETRAINED`, or None if it is missing."""
+    if not PRETRAINED.is_file():
+        return None
+    from ..core.export import OnnxNetwork
+
+    network = OnnxNetwork(PRETRAINED.read_bytes())
+    generation = network.meta.get("generation")
+    what = f"generation {generation} of the default recipe" if generation else "the default recipe"
+    return network, f"the shipped pretrained model ({what}; `make run` trains your own)"
 
 
 class CommandError(Exception):
@@ -134,6 +149,9 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
     try:
         model = load_catalog_entry(dataset)
     except NoVersionError as exc:
+        if dataset == DEFAULT_MODEL_ENTRY and (shipped := pretrained_model()) is not None:
+            print(f"No model trained in this project yet: playing {shipped[1]}.", file=sys.stderr)
+            return shipped
         raise CommandError(
             f"no model trained yet: {exc}. Train one (kedro run), "
             f"or pass --model PATH or --dataset NAME (e.g. gen_008.model)"

@@ -30,14 +30,15 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from .model_source import CommandError as PlayError
 from .model_source import (
+    PRETRAINED,
     NoVersionError,
     add_model_options,
     load_catalog_entry,
     resolve_model,
     run_command,
 )
+from .model_source import CommandError as PlayError
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PAGE_ENTRY = "play_page"
@@ -56,12 +57,37 @@ def resolve_page(page_dir: str | None) -> Path:
         try:
             folder = Path(load_catalog_entry(DEFAULT_PAGE_ENTRY))
         except NoVersionError as exc:
+            if PRETRAINED.is_file():
+                return _pretrained_page()
             raise PlayError(
                 f"no play page exported yet: {exc}. "
                 f"Export one with: kedro run --pipelines=export (or pass --dir PATH)"
             ) from exc
     if not (folder / "index.html").is_file():
         raise PlayError(f"{folder} is not a play page folder: it has no index.html")
+    return folder
+
+
+def _pretrained_page() -> Path:
+    """A play page of the shipped pretrained model, built in a temporary folder."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from .. import web
+    from ..core.export import onnx_info
+
+    data = PRETRAINED.read_bytes()
+    folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
+    atexit.register(shutil.rmtree, folder, True)
+    try:
+        files = web.page_files(data, onnx_info(data))
+    except FileNotFoundError as exc:  # onnxruntime-web not fetched (make web)
+        raise PlayError(str(exc)) from exc
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    print("No play page exported in this project yet: serving the shipped pretrained model "
+          "(`make run` trains and exports your own).", file=sys.stderr)  # fmt: skip
     return folder
 
 
