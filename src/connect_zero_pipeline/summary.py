@@ -32,6 +32,8 @@ OUTPUT_FILES = {
     "learning_curves": "learning curves",
     "reinforce_learning_curves": "learning curves",
     "scorecard": "scorecard",
+    "ladder_ratings": "ladder ratings",
+    "ladder_plot": "ladder plot",
 }
 
 # (metric key of the evaluate stage, label), for the last generation.

@@ -151,9 +151,20 @@ def test_a_full_game_with_the_raw_policy_as_first_player(model_file):
 
 
 def test_the_default_model_is_the_latest_catalog_version(kedro_project):
+    # Nothing trained yet: the shipped model plays, and says so.
     proc = subprocess.run(PLAY, input="", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "No model trained in this project yet: playing the shipped pretrained model" in (
+        proc.stderr
+    )
+    assert "Model: the shipped pretrained model (generation 20 of the default recipe" in (
+        proc.stdout
+    )
+    # Another entry has no fallback: a clear error.
+    proc = subprocess.run([*PLAY, "--dataset", "gen_003.model"], input="", capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2
-    assert "no model trained yet" in proc.stderr and "latest_model" in proc.stderr
+    assert "no model trained yet" in proc.stderr and "gen_003.model" in proc.stderr
     assert "--model PATH" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -214,3 +225,25 @@ def test_web_without_a_page_is_a_clear_error(tmp_path):
         [*PLAY, "--web", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 2 and "has no index.html" in proc.stderr
+
+
+def test_web_before_any_export_serves_the_shipped_model(kedro_project):
+    from connect_zero_pipeline.commands.model_source import PRETRAINED
+
+    server = subprocess.Popen(
+        [*PLAY, "--web", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        line = server.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:(\d+)/)", line)
+        assert match, line + server.stderr.read()
+        url = match.group(1)
+        with urllib.request.urlopen(url + "model.onnx") as resp:
+            assert resp.read() == PRETRAINED.read_bytes()
+        with urllib.request.urlopen(url) as resp:
+            assert b"Connect-Zero" in resp.read()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "serving the shipped pretrained model" in server.stderr.read()
