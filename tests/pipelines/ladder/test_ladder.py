@@ -110,3 +110,22 @@ def test_bad_ladder_parameters_are_named(kedro_project):
         LadderConfig(anchors=["random", "solver:2"], anchor="random")
     with pytest.raises(ValueError, match="anchor must be one of the anchors"):
         LadderConfig(anchor="gen_003")
+
+
+def test_reinforce_chunks_play_by_their_latest_version(kedro_project):
+    from connect_zero_pipeline.core.checkpoint import save_model
+    from connect_zero_pipeline.core.models import build_model
+
+    folder = kedro_project / "data/06_models/reinforce/rf_002/model.pt"
+    for version in ("2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"):
+        (folder / version).mkdir(parents=True)
+        save_model(build_model("mlp"), folder / version / "model.pt")
+    params = {**LADDER, "ladder.runs": [], "ladder.reinforce": ["rf_002"], "ladder.sims": 0,
+              "ladder.anchors": ["random", "random_punisher"]}  # fmt: skip
+    run_kedro(kedro_project, "ladder", params)
+    ratings = _latest_table(kedro_project, "data/08_reporting/ladder/ratings.parquet")
+    assert set(ratings["id"]) == {
+        "rf_002@2026-01-02T00.00.00.000Z|policy",  # the latest version, its policy alone
+        "random",
+        "random_punisher",
+    }
