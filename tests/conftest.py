@@ -38,9 +38,11 @@ def kedro_project(tmp_path, monkeypatch):
     # pointing at the first test project of the process. Pin this project's own file.
     (project / "conf" / "local" / "mlflow.yml").write_text(
         f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
+        f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
     )
-    # The Pons benchmark files (evaluate.benchmark_files) live in the repository's tests/,
-    # not in a test project; tests that want them name them.
+    # evaluate.benchmark_files: the shipped Pons sets are there (an env run, which does not
+    # read conf/local, scores them), but the local env turns them off to keep runs short.
+    shutil.copytree(REPO / "tests/data/pons", project / "tests/data/pons")
     (project / "conf" / "local" / "parameters.yml").write_text("evaluate:\n  benchmark_files: []\n")
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
@@ -108,7 +110,8 @@ def mlflow_client(project: Path):
     """A client on the test project's own sqlite store."""
     import mlflow
 
-    return mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+    store = f"sqlite:///{project / 'mlflow.db'}"  # the registry too: its default is global
+    return mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
 
 
 @pytest.fixture(scope="session")

@@ -174,11 +174,9 @@ def load_registered(uri: str, project: Path):
         known = _known(client, name)
         raise ValueError(f"{uri}: no such registered model version ({known})") from exc
     with tempfile.TemporaryDirectory() as tmp:
-        mlflow.set_tracking_uri(tracking_uri)  # a command's own process: the project's store
-        mlflow.set_registry_uri(tracking_uri)
-        local = mlflow.artifacts.download_artifacts(
-            artifact_uri=f"models:/{name}/{version.version}", dst_path=tmp
-        )
+        # The version's own artifact location: no global tracking or registry URI is touched.
+        source = client.get_model_version_download_uri(name, version.version)
+        local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=tmp)
         files = sorted(Path(local).rglob("*.onnx"))
         if not files:
             raise ValueError(f"{uri}: version {version.version} holds no ONNX file")

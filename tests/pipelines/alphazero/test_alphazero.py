@@ -143,8 +143,9 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     assert versions(project, "data/06_models/gen_002/model.pt") == [run_id]
     assert read_manifest(project, run_id)["status"] == "finished"
     runs = client.search_runs([exp.experiment_id])
-    assert sorted(r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags) == [
-        "alphazero"
+    date, clock = run_id.split("T")  # the parent keeps the name of the run's start
+    assert [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags] == [
+        f"alphazero seed=0 {date}T{clock[:5].replace('.', ':')}"
     ]
     assert [r.info.run_name for r in runs].count("gen_002") == 1
     assert {r.info.status for r in runs} == {"FINISHED"}

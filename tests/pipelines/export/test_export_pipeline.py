@@ -34,7 +34,7 @@ def project(pons_project):
     project used it first in this process."""
     db = pons_project / "mlflow.db"
     (pons_project / "conf/local/mlflow.yml").write_text(
-        f"server:\n  mlflow_tracking_uri: sqlite:///{db}\n"
+        f"server:\n  mlflow_tracking_uri: sqlite:///{db}\n  mlflow_registry_uri: sqlite:///{db}\n"
     )
     return pons_project
 
@@ -162,7 +162,8 @@ def test_registered_versions_describe_themselves_and_the_champion_is_the_best(pr
     from connect_zero_pipeline.commands.model_source import resolve_model
     from connect_zero_pipeline.registry import CHAMPION, load_registered
 
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+    store = f"sqlite:///{project / 'mlflow.db'}"  # both: the registry URI is not the tracking's
+    client = mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
     accs = []
     for seed in (0, 1, 2):
         _save_latest_model(project, seed=seed)
