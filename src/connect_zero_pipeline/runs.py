@@ -65,6 +65,17 @@ def known_runs(root: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
 
 
+def alphazero_runs(root: Path) -> list[str]:
+    """The finished runs of ``root`` that trained generations (``alphazero``), oldest first."""
+    out = []
+    for run_id in known_runs(root):
+        manifest = read_manifest(root, run_id)
+        pipelines = set(manifest.get("pipelines") or [])
+        if manifest.get("status") == "finished" and pipelines & {"__default__", "alphazero"}:
+            out.append(run_id)
+    return out
+
+
 def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
     """The manifest of run ``run_id``.
 

@@ -25,6 +25,8 @@ def test_the_table_has_one_row_per_generation_of_the_run(tmp_path, capsys):
     assert table[2].startswith("| 1 | 0.500 | 0.600 |") and "| 1,234 | 10 |" in table[2]
     assert table[3].startswith("| 2 | 0.600 | 0.700 |")
     assert curve_table(tmp_path, other).count("\n") == 2  # the other run: one generation
-    write_manifest(tmp_path, {"run_id": ours, "status": "finished"})
-    assert main(["--project", str(tmp_path)]) == 0  # default: the newest run with a manifest
+    write_manifest(tmp_path, {"run_id": ours, "status": "finished", "pipelines": ["alphazero"]})
+    # A later ladder run trains no generation: the default stays the newest alphazero run.
+    write_manifest(tmp_path, {"run_id": other, "status": "finished", "pipelines": ["ladder"]})
+    assert main(["--project", str(tmp_path)]) == 0
     assert "| 2 | 0.600 |" in capsys.readouterr().out

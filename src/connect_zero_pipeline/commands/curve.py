@@ -99,15 +99,17 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m connect_zero_pipeline curve",
         description="Print a run's learning curve (per-generation metrics) as a Markdown table.",
     )
-    parser.add_argument("--run", default=None, help="run id (default: the newest run)")
+    parser.add_argument(
+        "--run", default=None, help="run id (default: the newest finished alphazero run)"
+    )
     parser.add_argument("--project", default=".", help="project folder (default: .)")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     project = Path(args.project)
     run_id = args.run
     if run_id is None:
-        from ..runs import known_runs
+        from ..runs import alphazero_runs
 
-        runs = known_runs(project)
+        runs = alphazero_runs(project)  # a later ladder or export run has no generations
         run_id = runs[-1] if runs else None
     print(curve_table(project, run_id))
     return 0

@@ -32,7 +32,7 @@ from ...core.mcts import SEARCHES
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo
 from ...naming import CHUNK, GENERATION, generation_name, parse_step
-from ...runs import known_runs, read_manifest
+from ...runs import alphazero_runs, known_runs
 from ...tracking import in_project
 from ..params import parse_section
 
@@ -123,17 +123,6 @@ def _agent(cfg: LadderConfig) -> str:
     return f"mcts{cfg.sims}-{cfg.search}" if cfg.sims else "policy"
 
 
-def _alphazero_runs(root: Path) -> list[str]:
-    """Finished runs of this project that trained generations, oldest first."""
-    out = []
-    for run_id in known_runs(root):
-        manifest = read_manifest(root, run_id)
-        pipelines = manifest.get("pipelines") or []
-        if manifest.get("status") == "finished" and {"__default__", "alphazero"} & set(pipelines):
-            out.append(run_id)
-    return out
-
-
 def _run_generations(root: Path, run_id: str) -> list[int]:
     """The generations (>= 1) of run ``run_id`` with a model file."""
     files = (root / "data/06_models").glob(f"gen_*/model.pt/{run_id}/model.pt")
@@ -160,7 +149,7 @@ def select_players(params: dict) -> pd.DataFrame:
     root = Path(in_project("."))
     agent = _agent(cfg)
     rows = []
-    finished = _alphazero_runs(root)
+    finished = alphazero_runs(root)
     for run in cfg.runs:
         if run == LATEST:
             if not finished:
