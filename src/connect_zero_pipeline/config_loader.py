@@ -10,6 +10,9 @@ pipeline registry under kedro-viz, tests, notebooks).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +44,28 @@ def load_parameters(
         conf_source=str(conf_source), env=env, runtime_params=runtime_params, **CONFIG_LOADER_ARGS
     )
     return dict(loader["parameters"])
+
+
+@contextlib.contextmanager
+def chdir(path: Path) -> Iterator[None]:
+    """Run the block in ``path`` (relative paths and ``${cz.project_root:}`` resolve there)."""
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def project_config(project: Path, key: str) -> dict[str, Any]:
+    """The merged config ``key`` (``catalog``, ``mlflow``, ...) of the Kedro project at
+    ``project``, read as ``kedro run`` reads it (base, then ``$KEDRO_ENV`` or local),
+    without a session: no hooks, no MLflow run."""
+    from kedro.config import OmegaConfigLoader
+
+    with chdir(project):  # the ${cz.project_root:} resolver looks around the current folder
+        loader = OmegaConfigLoader(
+            conf_source=str(project / "conf"), env=os.environ.get("KEDRO_ENV"),
+            **CONFIG_LOADER_ARGS,
+        )  # fmt: skip
+        return dict(loader[key])

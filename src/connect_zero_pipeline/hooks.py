@@ -92,10 +92,9 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
     (a UTC time, ``2026-11-23T10.26.07.123Z``).
     """
-    from .pipeline_registry import DEFAULT_PIPELINE
+    from .pipeline_registry import pipeline_label
 
-    names = run_params.get("pipeline_names") or ["__default__"]
-    parts = [",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names)]
+    parts = [pipeline_label(run_params.get("pipeline_names"))]
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
     if steps and any(run_params.get(k) for k in _NODE_FILTERS):
         parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")

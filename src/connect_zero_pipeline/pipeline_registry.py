@@ -9,6 +9,11 @@ DEFAULT_PIPELINE = "alphazero"
 """The main job: what ``kedro run`` runs (``__default__``)."""
 
 
+def pipeline_label(names: list[str] | None) -> str:
+    """A run's pipelines as people name them: ``__default__`` is the main job's name."""
+    return ",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names or ["__default__"])
+
+
 def register_pipelines() -> dict[str, Pipeline]:
     """Register the project's pipelines.
 

@@ -29,6 +29,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+REGISTERED_MODEL = "connect-zero"
+"""The registered model every export adds a version to (``catalog.yml``, ``onnx_model_mlflow``)."""
 CHAMPION = "champion"
 """The alias of the best registered version."""
 CHAMPION_METRIC = "solver.acc"
@@ -76,25 +78,23 @@ def version_tags(meta: dict[str, Any], run_id: str | None, pipeline: str | None)
 
 def describe(tags: dict[str, str]) -> str:
     """A version's description, from its tags."""
-    what = f"Generation {tags['generation']}" if "generation" in tags else "A model"
-    origin = f" of run {tags['run_id']}" if "run_id" in tags else ""
-    origin += f" (pipeline {tags['pipeline']})" if "pipeline" in tags else ""
-    strength = (
-        f" On the shipped solver set the network alone plays the best move in "
-        f"{float(tags['solver.acc']):.1%} of positions (solver.acc)"
-        + (
-            f" and keeps the best outcome in {float(tags['solver.weak_acc']):.1%} (solver.weak_acc)"
-            if "solver.weak_acc" in tags
-            else ""
-        )
-        + "."
-        if "solver.acc" in tags
-        else ""
-    )
-    return (
-        f"{what}{origin}, a Connect-4 AlphaZero network in ONNX.{strength} Input `board` int8 "
-        f"[batch, 6, 7] (+1 the side to move, -1 the opponent, row 0 at the top); outputs "
-        f"`logits` float32 [batch, 7] (one per column) and `value` float32 [batch] in [-1, 1]."
+    text = f"Generation {tags['generation']}" if "generation" in tags else "A model"
+    if "run_id" in tags:
+        text += f" of run {tags['run_id']}"
+    if "pipeline" in tags:
+        text += f" (pipeline {tags['pipeline']})"
+    text += ", a Connect-4 AlphaZero network in ONNX."
+    if "solver.acc" in tags:
+        text += (f" On the shipped solver set the network alone plays the best move in "
+                 f"{float(tags['solver.acc']):.1%} of positions (solver.acc)")  # fmt: skip
+        if "solver.weak_acc" in tags:
+            text += (f" and keeps the best outcome in {float(tags['solver.weak_acc']):.1%} "
+                     f"(solver.weak_acc)")  # fmt: skip
+        text += "."
+    return text + (
+        " Input `board` int8 [batch, 6, 7] (+1 the side to move, -1 the opponent, row 0 at "
+        "the top); outputs `logits` float32 [batch, 7] (one per column) and `value` float32 "
+        "[batch] in [-1, 1]."
     )
 
 
@@ -129,24 +129,36 @@ def describe_version(client, name: str, version: str, tags: dict[str, str]) -> b
     return True
 
 
-def project_tracking_uri(project: Path) -> str:
-    """The tracking URI of the Kedro project at ``project`` (its ``mlflow.yml``)."""
-    import os
+def project_client(project: Path):
+    """An ``MlflowClient`` on the tracking store and registry of the Kedro project at
+    ``project`` (its ``mlflow.yml``); no global MLflow URI is changed."""
+    import mlflow
 
-    from kedro.config import OmegaConfigLoader
+    from .config_loader import project_config
 
-    from .config_loader import CONFIG_LOADER_ARGS
+    server = project_config(project, "mlflow")["server"]
+    tracking = server["mlflow_tracking_uri"]
+    return mlflow.MlflowClient(tracking_uri=tracking,
+                               registry_uri=server.get("mlflow_registry_uri") or tracking)  # fmt: skip
 
-    old = Path.cwd()
-    os.chdir(project)  # the ${cz.project_root:} resolver looks around the current folder
+
+def find_version(client, name: str, ref: str):
+    """Version ``ref`` (a number or an alias) of registered model ``name``.
+
+    Raises:
+        ValueError: naming ``ref``, with the model's known versions and aliases.
+    """
+    from mlflow.exceptions import MlflowException
+
+    ref = str(ref)
     try:
-        loader = OmegaConfigLoader(
-            conf_source=str(project / "conf"), env=os.environ.get("KEDRO_ENV"),
-            **CONFIG_LOADER_ARGS,
-        )  # fmt: skip
-        return loader["mlflow"]["server"]["mlflow_tracking_uri"]
-    finally:
-        os.chdir(old)
+        if ref.isdigit():
+            return client.get_model_version(name, ref)
+        return client.get_model_version_by_alias(name, ref)
+    except MlflowException as exc:
+        raise ValueError(
+            f"{name} has no version or alias {ref!r} ({_known(client, name)})"
+        ) from exc
 
 
 def load_registered(uri: str, project: Path):
@@ -157,22 +169,18 @@ def load_registered(uri: str, project: Path):
         ValueError: naming the URI, for an unknown model, alias or version (with the known ones).
     """
     import mlflow
-    from mlflow.exceptions import MlflowException
 
     from .core.export import OnnxNetwork
 
-    tracking_uri = project_tracking_uri(project)
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    client = project_client(project)
     body = uri[len("models:/") :]
-    name, alias = body.split("@", 1) if "@" in body else (body.split("/", 1)[0], None)
+    name, _, ref = body.partition("@") if "@" in body else body.partition("/")
     try:
-        if alias is not None:
-            version = client.get_model_version_by_alias(name, alias)
-        else:
-            version = client.get_model_version(name, body.split("/", 1)[1])
-    except (MlflowException, IndexError) as exc:
-        known = _known(client, name)
-        raise ValueError(f"{uri}: no such registered model version ({known})") from exc
+        version = find_version(client, name, ref)
+    except ValueError as exc:
+        raise ValueError(
+            f"{uri}: no such registered model version ({_known(client, name)})"
+        ) from exc
     with tempfile.TemporaryDirectory() as tmp:
         # The version's own artifact location: no global tracking or registry URI is touched.
         source = client.get_model_version_download_uri(name, version.version)

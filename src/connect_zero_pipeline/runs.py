@@ -65,6 +65,14 @@ def known_runs(root: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
 
 
+def newest_version(folder: Path) -> Path | None:
+    """The newest ``<version>/<name>`` file of a versioned dataset folder ``.../<name>``."""
+    if not folder.is_dir():
+        return None
+    versions = sorted(p / folder.name for p in folder.iterdir() if (p / folder.name).exists())
+    return versions[-1] if versions else None
+
+
 def alphazero_runs(root: Path) -> list[str]:
     """The finished runs of ``root`` that trained generations (``alphazero``), oldest first."""
     out = []

@@ -170,19 +170,15 @@ class RunSummaryHook:
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline, catalog) -> None:
         import mlflow
 
-        from .pipeline_registry import DEFAULT_PIPELINE
+        from .pipeline_registry import pipeline_label
 
-        names = [
-            DEFAULT_PIPELINE if n == "__default__" else n
-            for n in run_params.get("pipeline_names") or ["__default__"]
-        ]
         outputs = pipeline.all_outputs()
         paths = {}
         for name, label in OUTPUT_FILES.items():
             if name in outputs and (path := _path(catalog.get(name))) is not None:
                 paths[label] = path
         text = render(
-            pipeline=", ".join(names),
+            pipeline=pipeline_label(run_params.get("pipeline_names")),
             run_id=self._run_id,
             wall_seconds=time.perf_counter() - self._start,
             generation=last_generation(pipeline, catalog),

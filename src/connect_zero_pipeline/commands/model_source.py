@@ -11,10 +11,8 @@ around the working directory without running a pipeline.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
@@ -60,16 +58,6 @@ class NoVersionError(CommandError):
     """The catalog entry exists but nothing was saved to it yet."""
 
 
-@contextlib.contextmanager
-def _chdir(path: Path) -> Iterator[None]:
-    old = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
-
-
 def load_catalog_entry(name: str, start: Path | None = None):
     """Load the latest version of catalog entry ``name`` of the Kedro project around ``start``.
 
@@ -83,7 +71,6 @@ def load_catalog_entry(name: str, start: Path | None = None):
     from .. import quiet
 
     quiet.install()  # known third-party warnings (omegaconf resolver API) stay quiet
-    from kedro.config import OmegaConfigLoader
     from kedro.io import DataCatalog, DatasetError
     from kedro.utils import find_kedro_project
 
@@ -93,15 +80,10 @@ def load_catalog_entry(name: str, start: Path | None = None):
             f"{start or Path.cwd()} is not inside a Kedro project, so there is no catalog "
             f"to take '{name}' from; run from the project folder or pass a path"
         )
-    from ..config_loader import CONFIG_LOADER_ARGS
+    from ..config_loader import chdir, project_config
 
-    loader = OmegaConfigLoader(
-        conf_source=str(project / "conf"),
-        env=os.environ.get("KEDRO_ENV"),
-        **CONFIG_LOADER_ARGS,
-    )
-    with _chdir(project):
-        catalog = DataCatalog.from_config(loader["catalog"])
+    with chdir(project):
+        catalog = DataCatalog.from_config(project_config(project, "catalog"))
         if name not in catalog:
             raise CommandError(f"the catalog of {project} has no entry {name!r}")
         try:
@@ -117,12 +99,12 @@ def load_catalog_entry(name: str, start: Path | None = None):
 
 def latest_version_file(path: Path) -> Path:
     """``path`` itself if a file, else the newest ``<version>/<name>`` inside a versioned folder."""
+    from ..runs import newest_version
+
     if path.is_file():
         return path
-    if path.is_dir():
-        versions = sorted(p / path.name for p in path.iterdir() if (p / path.name).exists())
-        if versions:
-            return versions[-1]
+    if (newest := newest_version(path)) is not None:
+        return newest
     raise CommandError(f"{path} is neither a model file nor a versioned folder holding one")
 
 

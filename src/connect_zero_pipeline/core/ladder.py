@@ -41,10 +41,11 @@ def random_openings(num_openings: int, plies: int, seed: int) -> tuple[State, li
     if num_openings < 1 or plies < 0:
         raise ValueError(f"need num_openings >= 1 and plies >= 0, got {num_openings}, {plies}")
     gen = torch.Generator().manual_seed(int(seed))
-    kept_states, kept_moves = [], []
-    while len(kept_moves) < num_openings:
+    states: list[State] = []
+    strings: list[str] = []
+    while len(strings) < num_openings:
         state = initial_state(num_openings)
-        moves = torch.zeros(num_openings, plies, dtype=torch.int64)
+        moves = torch.zeros(num_openings, plies, dtype=torch.int64)  # (O, plies)
         ended = torch.zeros(num_openings, dtype=torch.bool)
         for k in range(plies):
             actions = random_legal_actions(state, gen)  # finished games move anywhere legal
@@ -52,12 +53,10 @@ def random_openings(num_openings: int, plies: int, seed: int) -> tuple[State, li
             step = play(state, actions, validate=False)
             ended |= step.done
             state = step.state
-        for g in (~ended).nonzero().squeeze(1).tolist():
-            if len(kept_moves) < num_openings:
-                kept_states.append(state.take(torch.tensor([g])))
-                kept_moves.append("".join(str(c + 1) for c in moves[g].tolist()))
-    stacked = State(*(torch.cat(parts) for parts in zip(*kept_states, strict=True)))
-    return stacked, kept_moves
+        keep = (~ended).nonzero().squeeze(1)[: num_openings - len(strings)]  # (K,)
+        states.append(state.take(keep))
+        strings += ["".join(str(c + 1) for c in row) for row in moves[keep].tolist()]
+    return State(*(torch.cat(parts) for parts in zip(*states, strict=True))), strings
 
 
 def play_pair(

@@ -36,12 +36,15 @@ class RunModelDataset(MlflowModelTrackingDataset):
         if not name or version is None:
             return
         from ..core.export import onnx_info
+        from ..pipeline_registry import pipeline_label
         from ..registry import describe_version, version_tags
         from ..runs import run_identity
 
         meta = onnx_info(model.SerializeToString())["meta"]
-        pipelines = (run_identity.manifest or {}).get("pipelines") or []
-        tags = version_tags(meta, run_identity.run_id, ",".join(pipelines) or None)
+        pipelines = (run_identity.manifest or {}).get("pipelines")
+        tags = version_tags(
+            meta, run_identity.run_id, pipeline_label(pipelines) if pipelines else None
+        )
         describe_version(mlflow.MlflowClient(), name, str(version), tags)
 
     def _exists(self) -> bool:

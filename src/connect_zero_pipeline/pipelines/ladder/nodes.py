@@ -32,7 +32,8 @@ from ...core.mcts import SEARCHES
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo
 from ...naming import CHUNK, GENERATION, generation_name, parse_step
-from ...runs import alphazero_runs, known_runs
+from ...registry import REGISTERED_MODEL
+from ...runs import alphazero_runs, known_runs, newest_version
 from ...tracking import in_project
 from ..params import parse_section
 
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 ANCHOR_NAMES = ("random", "random_punisher")
 SOLVER_PREFIX = "solver:"
 LATEST = "latest"
-REGISTERED_MODEL = "connect-zero"
 
 
 @dataclass(frozen=True)
@@ -130,13 +130,6 @@ def _run_generations(root: Path, run_id: str) -> list[int]:
     return sorted(k for kind, k in filter(None, steps) if kind == GENERATION and k >= 1)
 
 
-def _latest_version(folder: Path) -> Path | None:
-    versions = (
-        sorted(p for p in folder.iterdir() if (p / folder.name).exists()) if folder.is_dir() else []
-    )
-    return versions[-1] / folder.name if versions else None
-
-
 def select_players(params: dict) -> pd.DataFrame:
     """The ladder's players, one row each: ``id``, ``kind``, ``label``, ``run_id``,
     ``generation``, ``source`` (a model file, a ``models:/`` URI or the anchor's spec).
@@ -179,7 +172,7 @@ def select_players(params: dict) -> pd.DataFrame:
         rows += _registry_players(root, cfg, agent)
     for chunk in cfg.reinforce:
         folder = root / f"data/06_models/reinforce/{chunk}/model.pt"
-        file = _latest_version(folder)
+        file = newest_version(folder)
         if file is None or (parse_step(str(chunk)) or ("",))[0] != CHUNK:
             raise ValueError(f"ladder.reinforce: no trained chunk {chunk!r} (expected rf_XXX "
                              f"with a model under {folder})")  # fmt: skip
@@ -202,23 +195,15 @@ def select_players(params: dict) -> pd.DataFrame:
 
 
 def _registry_players(root: Path, cfg: LadderConfig, agent: str) -> list[dict]:
-    import mlflow
-    from mlflow.exceptions import MlflowException
+    from ...registry import find_version, project_client
 
-    from ...registry import project_tracking_uri
-
-    uri = project_tracking_uri(root)
-    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    client = project_client(root)
     rows = []
-    for ref in cfg.registry:
-        ref = str(ref)
+    for ref in map(str, cfg.registry):
         try:
-            version = (client.get_model_version(REGISTERED_MODEL, ref) if ref.isdigit()
-                       else client.get_model_version_by_alias(REGISTERED_MODEL, ref))  # fmt: skip
-        except MlflowException as exc:
-            raise ValueError(
-                f"ladder.registry: {REGISTERED_MODEL} has no version or alias {ref!r}"
-            ) from exc
+            version = find_version(client, REGISTERED_MODEL, ref)
+        except ValueError as exc:
+            raise ValueError(f"ladder.registry: {exc}") from exc
         rows.append({
             "id": f"{REGISTERED_MODEL}/v{version.version}|{agent}", "kind": "registry",
             "label": f"{REGISTERED_MODEL} v{version.version}" + ("" if ref.isdigit() else f" ({ref})"),
