@@ -29,6 +29,7 @@ from connect_zero_pipeline.core.mcts import (
     MCTSPlayer,
     sample_dirichlet,
     search,
+    win_value,
 )
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.search_reference import reference_mcts
@@ -242,6 +243,60 @@ def test_uniform_prior_search_is_solver_optimal_near_the_end():
         assert values[col] == max(values.values()), (moves, values, col)
 
 
+@functools.cache
+def decayed_negamax(position: int, mask: int, decay: float) -> float:
+    """Exact value for the side to move when a win with n stones is worth win_value(n)."""
+    if alignment(position ^ mask):
+        return -float(win_value(torch.tensor(bin(mask).count("1")), decay))
+    if mask == BOARD_MASK:
+        return 0.0
+    return max(
+        -decayed_negamax((position | (new ^ mask)) ^ new, new, decay)
+        for c in range(WIDTH)
+        if not mask & top_mask_col(c)
+        for new in [mask | (mask + bottom_mask_col(c))]
+    )
+
+
+def test_win_value_rewards_quicker_wins():
+    ply = torch.arange(0, 43)
+    v = win_value(ply, 0.5)
+    assert v[7].item() == 1.0 and v[42].item() == pytest.approx(0.5)
+    assert bool((v[7:].diff() < 0).all())  # strictly decreasing from the quickest win
+    assert bool((win_value(ply, 0.0) == 1).all())  # no decay: every win is +1
+
+
+@pytest.mark.parametrize("decay", [0.0, 0.5])
+def test_terminal_values_follow_win_value(decay):
+    moves = "53174531455621663436"  # 20 stones; the side to move wins at once in column 3
+    state = state_from_moves([moves])
+    result = search(state, uniform_fn, MCTSConfig(sims=64, win_decay=decay))
+    tree = result.tree
+    col = int(result.visit_counts.argmax(1))
+    assert col == 2
+    node = tree.local(tree.children[0, ROOT_INDEX, col]).item()
+    assert not tree.expandable[0, node]  # the winning move ends the game
+    stones = len(moves) + 1
+    assert tree.raw_value[0, node].item() == pytest.approx(-(1 - decay * (stones - 7) / 35))
+
+
+def test_decayed_search_finds_the_quickest_win_and_slowest_loss_near_the_end():
+    # With win_decay > 0 the exact values rank moves like the solver's scores: a
+    # uniform-prior search at 1,500 simulations picks the best-scoring move.
+    games = near_end_positions(12, empty=8, seed=11)
+    state = state_from_moves(games)
+    result = search(state, uniform_fn, MCTSConfig(sims=1500, win_decay=0.5))
+    chosen = result.visit_counts.argmax(1).tolist()
+    for moves, col in zip(games, chosen, strict=True):
+        pos, mask = moves_to_bitboards(moves)
+        values = {}
+        for c in range(WIDTH):
+            if not mask & top_mask_col(c):
+                new = mask | (mask + bottom_mask_col(c))
+                values[c] = -decayed_negamax((pos | (new ^ mask)) ^ new, new, 0.5)
+        assert values[col] == max(values.values()), (moves, values, col)
+
+
 # ---------------------------------------------------------------------------
 # Noise, config, player
 # ---------------------------------------------------------------------------
@@ -279,6 +334,9 @@ def test_noise_changes_the_search_deterministically():
         ({"c_puct": 0}, "c_puct"),
         ({"dirichlet_alpha": -1}, "dirichlet_alpha"),
         ({"dirichlet_eps": 1.5}, "dirichlet_eps"),
+        ({"win_decay": 1.0}, "win_decay"),
+        ({"win_decay": -0.1}, "win_decay"),
+        ({"win_decay": True}, "win_decay"),
     ],
 )
 def test_config_validation(kwargs, field):

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from connect_zero_pipeline.core.bitboard import State, play, popcount
+from connect_zero_pipeline.core.mcts import win_value
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import (
     COLUMNS,
@@ -99,7 +100,7 @@ def _check_table(df: pd.DataFrame, cfg: SelfPlayConfig, generation: int = 0):
         assert abs(sims_grid - sims_grid.round()).max() < 1e-4
     assert bool((pi[range(len(df)), df.action.to_numpy()] > 0).all())  # played moves were visited
     assert df.ply.tolist() == [popcount(int(m)) for m in df["mask"]]
-    assert set(df.z.unique()) <= {-1.0, 0.0, 1.0}
+    assert bool(df.z.abs().le(1).all())
     assert bool(df.root_value.abs().le(1).all())
     assert not df.duplicated(["game", "ply"]).any()
     assert df.equals(df.sort_values(["game", "ply"], ignore_index=True))
@@ -109,10 +110,17 @@ def _check_table(df: pd.DataFrame, cfg: SelfPlayConfig, generation: int = 0):
         assert (z[:-1] == -z[1:]).all()  # negamax: the sign flips every ply
         last = game.iloc[-1]
         state = State(
-            torch.tensor([int(last.position)]), torch.tensor([int(last["mask"])]), torch.tensor([0])
+            torch.tensor([int(last.position)]),
+            torch.tensor([int(last["mask"])]),
+            torch.tensor([int(last.ply)]),
         )
         step = play(state, torch.tensor([int(last.action)]))
-        assert bool(step.done[0]) and step.reward[0].item() == last.z  # +1 win or 0 draw
+        assert bool(step.done[0])
+        # The last mover's z: 0 for a draw, else the win's value on the final board.
+        won = win_value(step.state.ply, cfg.win_decay) * step.reward
+        assert won.item() == pytest.approx(float(last.z))
+        if step.reward[0] > 0:  # a quicker win is worth more, down to 1 - win_decay
+            assert 1 - cfg.win_decay <= last.z <= 1
 
 
 def test_schema_and_invariants_with_a_pure_evaluator():

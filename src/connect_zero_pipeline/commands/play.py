@@ -175,11 +175,12 @@ class _Agent:
         """``(0-based column, a one-line explanation)`` for the side to move."""
         import torch
 
-        from ..core.bitboard import State, legal_mask, to_boards
+        from ..core.bitboard import State, legal_mask, popcount, to_boards
         from ..core.mcts import search
         from ..core.players import masked_logits, sample_move
 
-        state = State(torch.tensor([position]), torch.tensor([mask]), torch.tensor([0]))
+        ply = torch.tensor([popcount(mask)])
+        state = State(torch.tensor([position]), torch.tensor([mask]), ply)
         legal = legal_mask(state)  # (1, 7)
         if self.config is None:
             logits, value = self.evaluate_fn(to_boards(state))  # (1, 7), (1,)

@@ -30,7 +30,8 @@ One simulation, for all games together: descend with PUCT until the chosen
 edge is unexpanded or leads to a terminal node (a per-game "still
 descending" flag; at most 42 levels) -> one network call on the new
 non-terminal leaves only -> expand -> back up. Terminal leaves get their exact
-value (win/loss -1 for the side to move, draw 0) and no network call.
+value and no network call: draw 0, loss ``-win_value(ply, win_decay)`` for the
+side to move (``-1`` when ``win_decay`` is 0; quicker wins are worth more otherwise).
 
 Finished games may share a batch with live ones: their search is a no-op and
 returns zero visits and a zero root value. Mixed plies are fine.
@@ -66,6 +67,19 @@ UNVISITED_OFFSET, ILLEGAL_OFFSET, TRASH_OFFSET = 0, 1, 2
 NUM_SENTINELS = 3
 _GAMMA_CANDIDATES = 6  # K: Marsaglia-Tsang draws per gamma variate (acceptance > 95% each)
 SEARCHES = ("puct", "gumbel")
+MIN_WIN_PLY = 7  # the fewest stones on a board with four in a row
+
+
+def win_value(ply: torch.Tensor, decay: float) -> torch.Tensor:
+    """The value of a win for the player who made it, on a board of ``ply`` stones.
+
+    ``1`` for the quickest possible win (7 stones) falling linearly to ``1 - decay``
+    for a win with the 42nd stone; the loser's value is its negation (a draw is 0).
+    With ``decay > 0`` the search and the value targets prefer quicker wins and
+    slower losses, as the solver's exact scores do; ``decay = 0`` is plain +-1.
+    """
+    span = NUM_CELLS - MIN_WIN_PLY
+    return 1.0 - decay * (ply.float() - MIN_WIN_PLY).clamp(0, span) / span
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,10 @@ class MCTSConfig:
     """Gumbel: ``sigma(q) = (c_visit + max N) * c_scale * q`` (the paper's 50)."""
     c_scale: float = 1.0
     """Gumbel: see ``c_visit`` (the paper's 1)."""
+    win_decay: float = 0.5
+    """Terminal values: a win with ``n`` stones on the board is worth ``1 - win_decay *
+    (n - 7) / 35`` (:func:`win_value`), so quicker wins and slower losses are preferred;
+    in ``[0, 1)``, 0 = every win +1. Self-play's value targets use the same rule."""
 
     def __post_init__(self):
         if isinstance(self.sims, bool) or not isinstance(self.sims, int) or self.sims < 1:
@@ -116,6 +134,9 @@ class MCTSConfig:
                 or not (v > 0 and math.isfinite(v))
             ):
                 raise ValueError(f"MCTSConfig.{key} must be a number > 0, got {v!r}")
+        d = self.win_decay
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 <= d < 1:
+            raise ValueError(f"MCTSConfig.win_decay must be a number in [0, 1), got {d!r}")
 
 
 class Tree(NamedTuple):
@@ -274,6 +295,7 @@ def search(
     mask = torch.zeros(B, S, dtype=torch.int64, device=dev)
     expandable = torch.zeros(B, S, dtype=torch.bool, device=dev)
     raw_value = torch.zeros(B, S, device=dev)
+    ply = torch.zeros(B, S, dtype=torch.int64, device=dev)  # stones on each node's board
     stats_f, children_f, prior_f = (
         stats.view(B * S, 2),
         children.view(B * S, WIDTH),
@@ -283,6 +305,8 @@ def search(
 
     # Root: evaluate live games, add noise, expand. A finished root keeps TRASH children.
     position[:, ROOT_INDEX], mask[:, ROOT_INDEX] = state.position, state.mask
+    ply[:, ROOT_INDEX] = state.ply
+    ply_f = ply.view(-1)
     finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
     live = ~finished
     legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
@@ -353,7 +377,9 @@ def search(
         new_legal = legal_mask(step.state)  # (B, 7)
         children[:, sim] = torch.where(new_legal, unvisited.unsqueeze(1), illegal.unsqueeze(1))
         expandable[:, sim] = ~step.done
-        raw_value[:, sim] = -step.reward  # exact: the side to move has lost (or drawn, 0)
+        ply[:, sim] = ply_f[cur] + 1
+        # exact: the side to move has lost (or drawn, 0)
+        raw_value[:, sim] = -step.reward * win_value(ply[:, sim], cfg.win_decay)
         need = expand & ~step.done
         idx = need.nonzero().squeeze(1)  # (M,) leaves that need the network
         if idx.numel():

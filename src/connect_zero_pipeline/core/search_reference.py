@@ -21,9 +21,10 @@ from .bitboard import (
     bottom_mask_col,
     legal_columns,
     play_move,
+    popcount,
 )
 from .inference import EvaluateFn
-from .mcts import MCTSConfig, _masked_softmax
+from .mcts import MCTSConfig, _masked_softmax, win_value
 
 
 class _RefNode:
@@ -38,13 +39,15 @@ class _RefNode:
         "value",
         "value_sum",
         "visits",
+        "win_decay",
     )
 
-    def __init__(self, position: int, mask: int):
-        self.position, self.mask = position, mask
+    def __init__(self, position: int, mask: int, win_decay: float):
+        self.position, self.mask, self.win_decay = position, mask, win_decay
         self.terminal = alignment(position ^ mask) or mask == BOARD_MASK
-        # Previous mover won -> -1 for the side to move; full board -> 0.
-        self.value = -1.0 if alignment(position ^ mask) else 0.0
+        # Previous mover won -> -win_value for the side to move; full board -> 0.
+        won = alignment(position ^ mask)
+        self.value = -float(win_value(torch.tensor(popcount(mask)), win_decay)) if won else 0.0
         self.prior: list[float] = []
         self.children: dict[int, _RefNode] = {}
         self.visits, self.value_sum = 0, 0.0
@@ -60,7 +63,7 @@ class _RefNode:
     def child(self, col: int) -> _RefNode:
         if col not in self.children:
             position, mask = play_move(self.position, self.mask, bottom_mask_col(col))
-            self.children[col] = _RefNode(position, mask)  # from the opponent's view
+            self.children[col] = _RefNode(position, mask, self.win_decay)  # opponent's view
         return self.children[col]
 
 
@@ -85,7 +88,7 @@ def reference_mcts(
         for Gumbel search also the improved policy (7 floats) and the action.
     """
     cfg = config or MCTSConfig()
-    root = _RefNode(position, mask)
+    root = _RefNode(position, mask, cfg.win_decay)
     if root.terminal:
         return [0] * WIDTH, 0.0
     v = root.expand(evaluate_fn)

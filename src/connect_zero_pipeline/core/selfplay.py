@@ -51,6 +51,7 @@ from .mcts import (
     dirichlet_from_uniforms,
     dirichlet_uniform_shape,
     search,
+    win_value,
 )
 from .progress import progress_bar
 
@@ -111,6 +112,9 @@ class SelfPlayConfig:
     """Gumbel: ``sigma(q) = (c_visit + max N) * c_scale * q``."""
     c_scale: float = 1.0
     """Gumbel: see ``c_visit``."""
+    win_decay: float = MCTSConfig.win_decay
+    """Value of a win: ``1 - win_decay * (stones - 7) / 35`` (:func:`~.mcts.win_value`), in
+    the search's terminal values and the ``z`` targets alike; 0 = every win +1."""
     seed: int = 0
     """Seed of the per-slot random streams (with the generation number and slot index)."""
     backend: str = "auto"
@@ -150,6 +154,7 @@ class SelfPlayConfig:
                 gumbel_num_actions=self.gumbel_num_actions,
                 c_visit=self.c_visit,
                 c_scale=self.c_scale,
+                win_decay=self.win_decay,
             )
         except ValueError as exc:
             raise ValueError(str(exc).replace("MCTSConfig", "SelfPlayConfig")) from None
@@ -207,11 +212,12 @@ def backward_z(done: torch.Tensor, reward: torch.Tensor) -> tuple[torch.Tensor, 
 
     Args:
         done: ``[T, G] bool``, the move at step ``t`` of slot ``g`` ended its game.
-        reward: ``[T, G] float32``, +1 if that move won (0 for a draw or no end).
+        reward: ``[T, G] float32``, the value of that move's win for its mover
+            (:func:`~.mcts.win_value`; 0 for a draw or no end).
 
     Returns:
         ``z [T, G] float32``: the final outcome for the player who moved at
-        each step (+1 win, 0 draw, -1 loss): the game's last mover gets its
+        each step (the win's value, 0 draw, its negation for a loss): the game's last mover gets its
         reward, and the sign flips once per ply going back, restarting at each
         game boundary. ``complete [T, G] bool``: the step belongs to a game that
         finished within the ``T`` steps (others have ``z = 0`` and are dropped).
@@ -360,7 +366,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
             ("visits", visits),
             ("root_value", result.root_value),
             ("done", step.done),
-            ("reward", step.reward),
+            ("reward", step.reward * win_value(step.state.ply, mcts_cfg.win_decay)),
         ):
             rec[name][t] = value
         episode = episode + step.done

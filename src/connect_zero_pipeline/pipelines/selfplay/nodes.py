@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
@@ -57,8 +58,9 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
 
 
 def _first_player_score(games: pd.DataFrame) -> float:
-    """Mean outcome for the first player (+1 win, 0 draw, -1 loss) over finished games."""
+    """Mean outcome for the first player (+1 win, 0 draw, -1 loss) over finished games
+    (the sign of ``z``: a win's ``z`` is below 1 when ``win_decay`` > 0)."""
     if games.empty:
         return 0.0
     first = games[games["ply"] == 0]
-    return float(first["z"].mean())
+    return float(np.sign(first["z"]).mean())
