@@ -49,8 +49,9 @@ def test_connectzero_preset_forwards():
 
 def test_parameter_counts_grow_with_presets():
     counts = {name: count_parameters(build_model(name)) for name in PRESETS}
-    assert counts["mlp"] < counts["tiny"] < counts["small"] < counts["connectzero"]
+    assert counts["mlp"] < counts["tiny"] < counts["cpu"] < counts["small"] < counts["connectzero"]
     assert counts["tiny"] == 58_714  # reported in the issue note; changes must be deliberate
+    assert counts["cpu"] == 170_906  # the CPU recipe's network (README, docs/alphazero.md)
 
 
 def test_resnet_planes_encode_side_and_parity():

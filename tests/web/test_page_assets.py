@@ -40,3 +40,13 @@ def test_the_page_loads_nothing_from_the_network():
         assert src.startswith("data:") or src in (*web.ASSETS, *web.ORT_FILES), src
     app = (web.WEB_DIR / "app.js").read_text()
     assert "ort.env.wasm.numThreads = 1" in app and "ort.env.wasm.wasmPaths" in app
+
+
+def test_the_page_search_uses_the_python_search_constants():
+    # The page's MCTS mirrors core.mcts: same exploration constant, same value of a win.
+    from connect_zero_pipeline.core.mcts import MCTSConfig
+
+    app = (web.WEB_DIR / "app.js").read_text()
+    assert float(re.search(r"const C_PUCT = ([0-9.]+);", app).group(1)) == MCTSConfig.c_puct
+    decay = float(re.search(r"const WIN_DECAY = ([0-9.]+);", app).group(1))
+    assert decay == MCTSConfig.win_decay

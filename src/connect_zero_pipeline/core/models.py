@@ -27,9 +27,11 @@ from torch import nn
 
 from .bitboard import HEIGHT, WIDTH
 
-# Preset name -> architecture config. ``tiny`` is the CPU default of the recipe.
+# Preset name -> architecture config. ``cpu`` is the CPU recipe's default (docs/results.md
+# compares it with ``tiny`` and ``small`` at the same budget); ``small`` is the GPU env's.
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"arch": "resnet", "blocks": 3, "channels": 32, "value_hidden": 32},
+    "cpu": {"arch": "resnet", "blocks": 4, "channels": 48, "value_hidden": 48},
     "small": {"arch": "resnet", "blocks": 5, "channels": 64, "value_hidden": 64},
     "connectzero": {"arch": "resnet", "blocks": 19, "channels": 128, "value_hidden": 128},
     "mlp": {"arch": "mlp", "hidden": [128, 128, 64]},
@@ -273,8 +275,9 @@ class ModelSpec:
     override also sets ``model.preset=null``).
     """
 
-    preset: str | None = "tiny"
-    """A name of :data:`PRESETS`: ``tiny`` (the CPU recipe), ``small``, ``connectzero``, ``mlp``."""
+    preset: str | None = "cpu"
+    """A name of :data:`PRESETS`: ``cpu`` (the CPU recipe), ``tiny``, ``small``, ``connectzero``,
+    ``mlp``."""
     arch: dict[str, Any] | None = None
     """An architecture config for :func:`build_model`, instead of ``preset``."""
     seed: int = 0

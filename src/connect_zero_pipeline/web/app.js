@@ -186,9 +186,13 @@
 
   // PUCT search like the Python agent's (core/mcts.py, no noise): the network's
   // priors and values, c_puct 1.5, an unvisited child valued 0, wins and draws
-  // scored exactly. One network call per simulation. Returns the root
-  // children's visit counts and the root's mean value (its mover's view).
+  // scored exactly (a win with n stones on the board is worth
+  // 1 - WIN_DECAY * (n - 7) / 35, core.mcts.win_value with MCTSConfig's default
+  // win_decay). One network call per simulation. Returns the root children's
+  // visit counts and the root's mean value (its mover's view).
   const C_PUCT = 1.5;
+  const WIN_DECAY = 0.5;
+  const winValue = (stones) => 1 - (WIN_DECAY * Math.min(Math.max(stones - 7, 0), 35)) / 35;
 
   function newNode(pos, terminal) {
     return { pos, terminal, expanded: false, prior: null, children: new Array(COLS).fill(null), n: 0, w: 0 };
@@ -236,7 +240,7 @@
       }
       // Evaluate: exact at terminals, the network elsewhere (side to move's view).
       let value;
-      if (node.terminal === 1) value = -1;
+      if (node.terminal === 1) value = -winValue(node.pos.ply);
       else if (node.terminal === 2) value = 0;
       else value = await expand(node);
       // Back up, alternating sides.
