@@ -155,6 +155,24 @@ def test_one_json_line_per_file_with_counts_and_the_evaluation_metrics(
     assert {"acc", "ce", "val_signacc", "acc_decisive", "acc_end", "acc_middle"} <= set(record)
 
 
+def test_a_labelled_parquet_table_is_scored_as_it_is(model_file, tmp_path):
+    # The shipped set's schema: no labelling (no solver, no cache), the same metrics.
+    reference = _reference_table([line.split()[0] for line in LINES if line])
+    table = tmp_path / "labelled.parquet"
+    reference.to_parquet(table)
+    status, records, _ = _score("--file", str(table), "--model", str(model_file), "--sims", "0,4")
+    assert status == 0 and [r["agent"] for r in records] == ["network", "mcts-4"]
+    expected = solver_set_metrics(torch_evaluate_fn(load_model(model_file)), reference)
+    assert records[0]["acc"] == pytest.approx(expected["acc"], rel=1e-5)
+    assert records[0]["count_win"] == expected["count_win"] and records[0]["skipped"] == 0
+    assert records[1]["count"] == NUM_POSITIONS
+    # A table without the labels is an invalid file: nothing is scored.
+    reference.drop(columns=["best_score"]).to_parquet(table)
+    status, records, err = _score("--file", str(table), "--model", str(model_file))
+    assert status == 1 and records == []
+    assert "not a solver-labelled table" in err and "best_score" in err
+
+
 def test_a_perfect_network_scores_one(position_file):
     positions, _ = read_positions(position_file)
     labelled, _ = label_positions(positions, Labeller(max_nodes=0, tt_log2=16))

@@ -82,6 +82,9 @@ def test_uniform_policy_ce_is_analytic_and_illegal_columns_are_masked():
     # (in row 3 column 1 is full, so the masked argmax is column 2).
     assert m["acc"] == pytest.approx(3 / 4)
     assert m["weak_acc"] == pytest.approx(3 / 4) and m["weak_acc_end"] == 1.0
+    # By outcome class: rows 1-3 are won (row 1 missed), row 4 is a draw, none is lost.
+    assert m["count_win"] == 3 and m["count_draw"] == 1 and "count_loss" not in m
+    assert m["acc_win"] == pytest.approx(2 / 3) and m["acc_draw"] == 1.0
     # Value -0.5 everywhere; decided rows have best 1, 2, 5: all positive -> sign wrong.
     assert m["val_signacc"] == 0.0
     assert "val_signacc_middle" not in m  # only a draw there

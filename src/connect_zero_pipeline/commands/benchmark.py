@@ -12,7 +12,9 @@ Usage::
 
 Each file holds one position per line in Pascal Pons' benchmark format,
 ``<moves> [<score>]`` (``tests/data/pons/Test_L2_R1``); only the moves are
-read, the expected score is ignored. Empty lines are skipped. The model is
+read, the expected score is ignored. Empty lines are skipped. A ``.parquet``
+file is a table labelled already (the ``pons_positions`` schema, e.g. the
+shipped ``data/03_primary/pons_positions.parquet``), scored as it is. The model is
 chosen as by ``play`` (:mod:`.model_source`): ``--model`` a model file or a
 versioned folder (its latest version), else the latest version of the catalog
 entry ``--dataset`` (default ``latest_model``).
@@ -26,8 +28,8 @@ the project). Then each agent plays every position:
 
 - ``--sims 0``: the network alone (its most probable legal move), scored with
   :func:`~..core.evaluation.solver_set_metrics` (``acc``, ``ce``,
-  ``val_signacc``, per ply bucket, and the same over decisive positions with
-  the suffix ``_decisive``);
+  ``val_signacc``, per ply bucket and per outcome class, ``_win``, ``_draw``,
+  ``_loss``, and the same over decisive positions with the suffix ``_decisive``);
 - ``--sims N``: the MCTS agent with N simulations and no noise
   (:func:`~..core.evaluation.search_agent_metrics`): ``--search puct`` (the
   default) plays the most visited move, ``--search gumbel`` the Sequential
@@ -100,7 +102,9 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
         action="append",
         required=True,
         metavar="PATH",
-        help="position file, one '<moves> [<score>]' per line (repeat for several files)",
+        help="position file, one '<moves> [<score>]' per line (repeat for several files); "
+        "a .parquet file is a solver-labelled table (the pons_positions schema, e.g. "
+        "data/03_primary/pons_positions.parquet) and is scored as it is",
     )
     add_model_options(parser)
     parser.add_argument(
@@ -147,9 +151,24 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
     return args
 
 
+LABELLED_COLUMNS = ("position", "mask", "ply", "best_score", "decisive")
+
+
 def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`~..core.pons_files.read_pons_file`, with an unreadable file as a usage error."""
+    """:func:`~..core.pons_files.read_pons_file`, with an unreadable file as a usage error.
+
+    A ``.parquet`` file is read as an already labelled table (``pons_positions``
+    schema); one without those columns is reported as an invalid file.
+    """
     try:
+        if path.suffix == ".parquet":
+            from ..core.labelling import SCORE_COLUMNS
+
+            table = pd.read_parquet(path)
+            missing = [c for c in (*LABELLED_COLUMNS, *SCORE_COLUMNS) if c not in table]
+            if missing:
+                return table, [f"{path}: not a solver-labelled table, it lacks {missing}"]
+            return table, []
         return read_pons_file(path)
     except OSError as exc:
         raise CommandError(str(exc)) from exc
@@ -202,7 +221,10 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     runner = chunk_runner("local", workers=0)  # every core
     with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner) as labeller:
         for path, table in zip(paths, tables, strict=True):
-            labelled, skipped = label_positions(table, labeller, desc=path.name)
+            if path.suffix == ".parquet":  # labelled already
+                labelled, skipped = table, 0
+            else:
+                labelled, skipped = label_positions(table, labeller, desc=path.name)
             for sims in args.sims:
                 start = time.perf_counter()
                 if sims == 0:

@@ -14,7 +14,10 @@ equals ``best_score``.
 - ``val_signacc``: the value head has the sign of ``best_score``, on positions
   whose best score is not 0 (not a draw).
 - The same, split by ply bucket: ``begin`` (ply <= 14), ``middle`` (15-28),
-  ``end`` (>= 29), the stone counts of Pons' beginning/middle/end sets.
+  ``end`` (>= 29), the stone counts of Pons' beginning/middle/end sets; and by
+  the position's outcome class for the side to move (``win``, ``draw``,
+  ``loss``): strict accuracy in a won position means the quickest win, in a
+  lost one the slowest loss.
 
 Shapes: N positions, A = 7 columns.
 """
@@ -34,6 +37,8 @@ from .players import Player
 
 PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
 """Stone-count classes of Pons' benchmark sets (beginning, middle, end), inclusive ranges."""
+OUTCOME_CLASSES = {"win": 1, "draw": 0, "loss": -1}
+"""Metric suffix -> the sign of ``best_score`` (the side to move's outcome under perfect play)."""
 
 
 def solver_labels(positions: pd.DataFrame) -> tuple[State, torch.Tensor, torch.Tensor, np.ndarray]:
@@ -110,6 +115,10 @@ def solver_set_metrics(
     ply_t = torch.from_numpy(ply)
     for name, (lo, hi) in PLY_BUCKETS.items():
         sel = (ply_t >= lo) & (ply_t <= hi)
+        if bool(sel.any()):
+            metrics.update(summary(sel, f"_{name}"))
+    for name, sign in OUTCOME_CLASSES.items():
+        sel = torch.sign(best) == sign
         if bool(sel.any()):
             metrics.update(summary(sel, f"_{name}"))
     return metrics
