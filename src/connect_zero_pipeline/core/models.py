@@ -271,8 +271,8 @@ def count_parameters(model: nn.Module) -> int:
 class ModelSpec:
     """The network a run starts from (parameter section ``model``): a preset or an architecture.
 
-    Exactly one of ``preset`` and ``arch`` is set (an ``--params model.arch=...``
-    override also sets ``model.preset=null``).
+    Exactly one of ``preset`` and ``arch`` is set: an ``--params model.arch...``
+    override names ``model.preset=null`` too, or the error says so.
     """
 
     preset: str | None = "cpu"
