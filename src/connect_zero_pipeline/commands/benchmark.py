@@ -154,6 +154,11 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
 LABELLED_COLUMNS = ("position", "mask", "ply", "best_score", "decisive")
 
 
+def is_labelled(path: Path) -> bool:
+    """A ``.parquet`` file holds a solver-labelled table, scored without labelling."""
+    return path.suffix == ".parquet"
+
+
 def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """:func:`~..core.pons_files.read_pons_file`, with an unreadable file as a usage error.
 
@@ -161,7 +166,7 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     schema); one without those columns is reported as an invalid file.
     """
     try:
-        if path.suffix == ".parquet":
+        if is_labelled(path):
             from ..core.labelling import SCORE_COLUMNS
 
             table = pd.read_parquet(path)
@@ -221,7 +226,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     runner = chunk_runner("local", workers=0)  # every core
     with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner) as labeller:
         for path, table in zip(paths, tables, strict=True):
-            if path.suffix == ".parquet":  # labelled already
+            if is_labelled(path):
                 labelled, skipped = table, 0
             else:
                 labelled, skipped = label_positions(table, labeller, desc=path.name)

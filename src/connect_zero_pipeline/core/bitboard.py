@@ -203,9 +203,7 @@ class State(NamedTuple):
 class StepResult(NamedTuple):
     state: State  # next state, from the new mover's view
     done: torch.Tensor  # [B] bool, the move ended the game (win or full board)
-    reward: (
-        torch.Tensor
-    )  # [B] float32, +1 if the player who moved won, else 0 (mcts.win_value scales it)
+    reward: torch.Tensor  # [B] float32, +1 if the player who moved won, else 0
 
 
 _CONST_CACHE: dict[torch.device, dict[str, torch.Tensor]] = {}

@@ -302,11 +302,11 @@ def search(
         prior.view(B * S, WIDTH),
     )
     parent_f, expandable_f, raw_value_f = parent.view(-1), expandable.view(-1), raw_value.view(-1)
+    ply_f = ply.view(-1)
 
     # Root: evaluate live games, add noise, expand. A finished root keeps TRASH children.
     position[:, ROOT_INDEX], mask[:, ROOT_INDEX] = state.position, state.mask
     ply[:, ROOT_INDEX] = state.ply
-    ply_f = ply.view(-1)
     finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
     live = ~finished
     legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
@@ -332,7 +332,6 @@ def search(
     expandable[:, ROOT_INDEX] = live
     stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
     stats[:, ROOT_INDEX, 1] = -raw_value[:, ROOT_INDEX]
-    zeros = torch.zeros(B, dtype=torch.int64, device=dev)
     ones = torch.ones(B, device=dev)
     if cfg.search == "gumbel":
         g_noise = torch.zeros(B, WIDTH, device=dev) if gumbel is None else gumbel.to(root_prior)
@@ -370,14 +369,16 @@ def search(
         # 2. Expansion of unexpanded edges into node `sim`; other games write
         #    garbage into slot `sim` of their own tree, which nothing links to.
         expand = nxt == unvisited  # (B,)
-        step = play(State(position.view(-1)[cur], mask.view(-1)[cur], zeros), a, validate=False)
+        step = play(
+            State(position.view(-1)[cur], mask.view(-1)[cur], ply_f[cur]), a, validate=False
+        )
         new_pos, new_mask = step.state.position, step.state.mask
         position[:, sim], mask[:, sim] = new_pos, new_mask
         parent[:, sim], action[:, sim] = cur, a
         new_legal = legal_mask(step.state)  # (B, 7)
         children[:, sim] = torch.where(new_legal, unvisited.unsqueeze(1), illegal.unsqueeze(1))
         expandable[:, sim] = ~step.done
-        ply[:, sim] = ply_f[cur] + 1
+        ply[:, sim] = step.state.ply
         # exact: the side to move has lost (or drawn, 0)
         raw_value[:, sim] = -step.reward * win_value(ply[:, sim], cfg.win_decay)
         need = expand & ~step.done
