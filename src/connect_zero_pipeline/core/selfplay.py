@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .bitboard import WIDTH, initial_state, legal_mask, play, reset_done
+from .bitboard import NUM_CELLS, WIDTH, initial_state, legal_mask, play, reset_done
 from .config import torch_threads
 from .gumbel import gumbel_from_uniforms
 from .inference import BACKENDS, EvaluateFn, make_evaluate_fn
@@ -89,6 +89,10 @@ class SelfPlayConfig:
     """MCTS simulations per move."""
     moves_per_gen: int = 64
     """Env steps of the whole batch per generation; each step is one ply in every slot."""
+    finish_games: bool = True
+    """After ``moves_per_gen`` steps, play the games in progress to their end (only they
+    search, no new game starts) instead of dropping their plies: every game started is
+    kept, long and drawn games as often as short ones."""
     temp_cutoff: int = 10
     """Plies of each game (counted from its first move) whose move is sampled from the
     visit distribution with temperature 1; later plies play the most visited column."""
@@ -130,6 +134,10 @@ class SelfPlayConfig:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"SelfPlayConfig.{key} must be an integer >= 0, got {v!r}")
+        if not isinstance(self.finish_games, bool):
+            raise ValueError(
+                f"SelfPlayConfig.finish_games must be true or false, got {self.finish_games!r}"
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"SelfPlayConfig.seed must be an integer, got {self.seed!r}")
         if self.num_games * games_per_slot(self.moves_per_gen) >= 2**31:
@@ -302,25 +310,68 @@ def self_play(
         return _play(cfg, evaluate_fn, slots, generation, device, progress)
 
 
+def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: torch.Tensor):
+    """One search per game of ``state`` and the move each plays.
+
+    ``u [B, D]`` are the games' uniforms of this step (:func:`_draws_per_step`): the
+    Dirichlet noise, the move sample, the random opening, then (Gumbel search) 7 Gumbel
+    variates; a draw's index never moves, so PUCT runs keep their streams. Returns
+    ``(action [B], target [B, 7], root_value [B])``.
+    """
+    noise_shape = dirichlet_uniform_shape(state.batch_size)
+    num_noise = math.prod(noise_shape[1:])
+    if mcts_cfg.search == "gumbel":
+        g = gumbel_from_uniforms(u[:, num_noise + 2 :])  # (B, 7)
+        result = search(state, evaluate_fn, mcts_cfg, gumbel=g)
+        target = result.policy  # (B, 7): the improved policy is the training target
+        action = result.action
+    else:
+        noise = None
+        if cfg.dirichlet_eps > 0:
+            noise = dirichlet_from_uniforms(
+                legal_mask(state), cfg.dirichlet_alpha, u[:, :num_noise].view(noise_shape)
+            )
+        result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
+        target = result.visit_counts.float()  # (B, 7)
+        # Temperature 1: the first column whose cumulative count exceeds u * total.
+        threshold = u[:, num_noise : num_noise + 1] * target.sum(1, keepdim=True)  # (B, 1)
+        sampled = (target.cumsum(1) <= threshold).sum(1)
+        action = torch.where(state.ply < cfg.temp_cutoff, sampled, target.argmax(1))
+    if cfg.random_opening_plies:
+        legal = legal_mask(state).float()  # (B, 7)
+        pick = (u[:, num_noise + 1 : num_noise + 2] * legal.sum(1, keepdim=True)).floor()
+        uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
+        action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
+    return action, target, result.root_value
+
+
+def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
+    """Uniforms each slot draws per step (see :func:`_choose`)."""
+    num_noise = math.prod(dirichlet_uniform_shape(1)[1:])
+    return num_noise + 2 + (WIDTH if mcts_cfg.search == "gumbel" else 0)
+
+
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress):
     G, T = len(slots), cfg.moves_per_gen
+    # With finish_games, the games in progress after step T play on (only they search)
+    # for at most NUM_CELLS - 1 more steps: no ply is dropped for want of an outcome.
+    steps = T + (NUM_CELLS - 1 if cfg.finish_games else 0)
     mcts_cfg = cfg.mcts_config()
     b_slot = torch.arange(slots.start, slots.stop, dtype=torch.int64, device=device)  # (G,)
     keys = slot_keys(cfg.seed, generation, b_slot)
-    noise_shape = dirichlet_uniform_shape(G)
-    num_noise = math.prod(noise_shape[1:])
+    draws = _draws_per_step(mcts_cfg)
     state = initial_state(G, device)
     episode = torch.zeros(G, dtype=torch.int64, device=device)
     rec = {
-        "position": torch.empty(T, G, dtype=torch.int64, device=device),
-        "mask": torch.empty(T, G, dtype=torch.int64, device=device),
-        "ply": torch.empty(T, G, dtype=torch.int64, device=device),
-        "episode": torch.empty(T, G, dtype=torch.int64, device=device),
-        "action": torch.empty(T, G, dtype=torch.int64, device=device),
-        "visits": torch.empty(T, G, WIDTH, dtype=torch.float32, device=device),
-        "root_value": torch.empty(T, G, dtype=torch.float32, device=device),
-        "done": torch.empty(T, G, dtype=torch.bool, device=device),
-        "reward": torch.empty(T, G, dtype=torch.float32, device=device),
+        "position": torch.zeros(steps, G, dtype=torch.int64, device=device),
+        "mask": torch.zeros(steps, G, dtype=torch.int64, device=device),
+        "ply": torch.zeros(steps, G, dtype=torch.int64, device=device),
+        "episode": torch.zeros(steps, G, dtype=torch.int64, device=device),
+        "action": torch.zeros(steps, G, dtype=torch.int64, device=device),
+        "visits": torch.zeros(steps, G, WIDTH, dtype=torch.float32, device=device),
+        "root_value": torch.zeros(steps, G, dtype=torch.float32, device=device),
+        "done": torch.zeros(steps, G, dtype=torch.bool, device=device),
+        "reward": torch.zeros(steps, G, dtype=torch.float32, device=device),
     }
     bar = None
     if progress is True:
@@ -328,61 +379,53 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
             total=G * T, unit="step", unit_scale=True, desc=f"self-play gen {generation}"
         )
     start = time.perf_counter()
-    gumbel = mcts_cfg.search == "gumbel"
-    for t in range(T):
-        # Draws of each slot: Dirichlet noise, the move sample, the random opening, then
-        # (Gumbel search) 7 Gumbel variates; a draw's index never moves, so PUCT runs
-        # keep their streams.
-        u = slot_uniforms(keys, t, num_noise + 2 + (WIDTH if gumbel else 0))
-        if gumbel:
-            g = gumbel_from_uniforms(u[:, num_noise + 2 :])  # (G, 7)
-            result = search(state, evaluate_fn, mcts_cfg, gumbel=g)
-            visits = result.policy  # (G, 7): the improved policy is the training target
-            action = result.action
-        else:
-            noise = None
-            if cfg.dirichlet_eps > 0:
-                noise = dirichlet_from_uniforms(
-                    legal_mask(state), cfg.dirichlet_alpha, u[:, :num_noise].view(noise_shape)
-                )
-            result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
-            visits = result.visit_counts.float()  # (G, 7)
-            # Temperature 1: the first column whose cumulative count exceeds u * total.
-            threshold = u[:, num_noise : num_noise + 1] * visits.sum(1, keepdim=True)  # (G, 1)
-            sampled = (visits.cumsum(1) <= threshold).sum(1)
-            action = torch.where(state.ply < cfg.temp_cutoff, sampled, visits.argmax(1))
-        if cfg.random_opening_plies:
-            legal = legal_mask(state).float()  # (G, 7)
-            pick = (u[:, num_noise + 1 : num_noise + 2] * legal.sum(1, keepdim=True)).floor()
-            uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
-            action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
-        step = play(state, action, validate=False)
+    searched = 0
+    for t in range(steps):
+        if t < T:
+            idx = None  # every slot: no gather, no scatter
+            sub = state
+        else:  # finishing: only the games in progress (a reset slot has 0 stones)
+            idx = (state.ply > 0).nonzero().squeeze(1)
+            if idx.numel() == 0:
+                break
+            sub = state.take(idx)
+        u = slot_uniforms(keys if idx is None else keys[idx], t, draws)
+        action, target, root_value = _choose(sub, evaluate_fn, cfg, mcts_cfg, u)
+        step = play(sub, action, validate=False)
+        row = (t,) if idx is None else (t, idx)
         for name, value in (
-            ("position", state.position),
-            ("mask", state.mask),
-            ("ply", state.ply),
-            ("episode", episode),
+            ("position", sub.position),
+            ("mask", sub.mask),
+            ("ply", sub.ply),
+            ("episode", episode if idx is None else episode[idx]),
             ("action", action),
-            ("visits", visits),
-            ("root_value", result.root_value),
+            ("visits", target),
+            ("root_value", root_value),
             ("done", step.done),
             ("reward", step.reward * win_value(step.state.ply, mcts_cfg.win_decay)),
         ):
-            rec[name][t] = value
-        episode = episode + step.done
-        state = reset_done(step.state, step.done)
-        if bar is not None:
-            bar.update(G)
-        elif callable(progress):
-            progress(t + 1, T)
+            rec[name][row] = value
+        searched += sub.batch_size
+        after = reset_done(step.state, step.done)
+        if idx is None:
+            episode = episode + step.done
+            state = after
+        else:
+            episode[idx] += step.done.long()
+            state = state.put(idx, after)
+        if t < T:
+            if bar is not None:
+                bar.update(G)
+            elif callable(progress):
+                progress(t + 1, T)
     if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - start
     z, complete = backward_z(rec["done"], rec["reward"])
     table = _to_table(rec, z, complete, b_slot, generation, games_per_slot(T))
     log.info(
-        "self-play gen %d slots %d-%d: %d steps in %.1f s (%.0f env steps/s), %d positions kept",
-        generation, slots.start, slots.stop - 1, G * T, elapsed, G * T / elapsed, len(table),
+        "self-play gen %d slots %d-%d: %d searches in %.1f s (%.0f/s), %d positions kept",
+        generation, slots.start, slots.stop - 1, searched, elapsed, searched / elapsed, len(table),
     )  # fmt: skip
     return table
 
