@@ -150,6 +150,33 @@ def test_shards_merge_into_the_single_shard_table(num_shards):
     )
 
 
+def test_finish_games_keeps_every_game_started():
+    # One step: every slot starts exactly one game, and finish_games plays it to its end.
+    one = SelfPlayConfig(**{**SMALL.__dict__, "moves_per_gen": 1, "finish_games": True})
+    df = self_play(one, pure_fn)
+    _check_table(df, one)  # complete games from the empty board, terminal last moves
+    stride = games_per_slot(1)
+    assert sorted(df.game.unique()) == [s * stride for s in range(SMALL.num_games)]
+    dropped = SelfPlayConfig(**{**one.__dict__, "finish_games": False})
+    assert len(self_play(dropped, pure_fn)) == 0  # no game ends within one ply
+
+
+@pytest.mark.parametrize("search", ["puct", "gumbel"])
+def test_finishing_adds_games_and_changes_none_of_the_others(search):
+    base = {**SMALL.__dict__, "search": search}
+    cfg = SelfPlayConfig(**{**base, "finish_games": True})
+    finished = self_play(cfg, pure_fn)
+    dropped = self_play(SelfPlayConfig(**{**base, "finish_games": False}), pure_fn)
+    _check_table(finished, cfg)
+    # The same streams: the games complete within moves_per_gen are identical rows; the
+    # games in progress then (one per slot at most) are added, not dropped.
+    merged = finished.merge(dropped, how="inner")
+    assert len(merged) == len(dropped) > 0
+    added = set(finished.game) - set(dropped.game)
+    assert 0 < len(added) <= SMALL.num_games
+    assert len({g // games_per_slot(SMALL.moves_per_gen) for g in added}) == len(added)
+
+
 def test_temperature_cutoff_controls_sampling():
     greedy = SelfPlayConfig(**{**SMALL.__dict__, "temp_cutoff": 0, "dirichlet_eps": 0.0})
     df = self_play(greedy, pure_fn)
@@ -181,6 +208,7 @@ def test_tiny_model_end_to_end_with_progress():
         ({"c_puct": 0}, "c_puct"),
         ({"dirichlet_eps": 2}, "dirichlet_eps"),
         ({"seed": "x"}, "seed"),
+        ({"finish_games": "yes"}, "finish_games"),
     ],
 )
 def test_config_validation(kwargs, field):

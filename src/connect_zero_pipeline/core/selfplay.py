@@ -5,8 +5,11 @@
 board at once. At every step each slot runs one :func:`~.mcts.search` with
 root Dirichlet noise, then plays a column sampled from the visit distribution
 (temperature 1) for the first ``temp_cutoff`` plies of its game, and the most
-visited column afterwards. Plies of games still unfinished at the end are
-dropped, because they have no outcome.
+visited column afterwards (Gumbel search: the Sequential Halving survivor).
+With ``finish_games`` (the default) the games still in progress after
+``moves_per_gen`` steps then play on to their end, only they searching (the
+batch shrinks as they finish); without it their plies are dropped, because
+they have no outcome.
 
 Determinism and sharding: every random draw of slot ``s`` (its root noise and
 its move samples) comes from a counter-based stream, ``splitmix64`` of a key
