@@ -81,16 +81,16 @@ class SelfPlayConfig:
     """One generation of self-play. Validated on construction (``ValueError`` naming the field).
 
     The defaults are the project's CPU recipe (``conf/base/parameters_selfplay.yml``
-    repeats them): 512 slots with 4 random opening plies, 512 x 64 = 32,768
-    searched positions, of which ~24k (complete games) are kept, in about 33 s
-    with the ``tiny`` model in 2 worker processes on the 2-core development machine.
+    repeats them): 512 slots with 4 random opening plies play 32 steps, then the
+    games in progress finish: about 22k positions, every one kept, in about 17 s
+    with the ``cpu`` model in 2 worker processes on the 2-core development machine.
     """
 
     num_games: int = 512
     """Game slots played in parallel (the search batch size)."""
     sims: int = 16
     """MCTS simulations per move."""
-    moves_per_gen: int = 64
+    moves_per_gen: int = 32
     """Env steps of the whole batch per generation; each step is one ply in every slot."""
     finish_games: bool = True
     """After ``moves_per_gen`` steps, play the games in progress to their end (only they

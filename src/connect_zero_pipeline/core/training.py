@@ -53,7 +53,7 @@ class TrainConfig:
 
     batch_size: int = 256
     """Minibatch size."""
-    samples_per_position: float = 2.0
+    samples_per_position: float = 2.5
     """Training samples drawn per position of the newest generation (a mirrored copy counts
     as a position): a generation trains ``samples_per_position * new rows / batch_size``
     steps on minibatches from the whole window, so its cost does not grow with the window."""

@@ -17,7 +17,7 @@ CPU_TINY = {
     "alphazero.num_generations": 1,
     "selfplay.num_games": 8,
     "selfplay.sims": 2,
-    "selfplay.moves_per_gen": 42,  # every slot finishes a game
+    "selfplay.moves_per_gen": 4,  # one game per slot (the games in progress finish)
     "selfplay.workers": 1,
     "selfplay.device": "cpu",
     "train.device": "cpu",

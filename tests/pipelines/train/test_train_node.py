@@ -14,11 +14,12 @@ from connect_zero_pipeline.pipelines.train.nodes import train_generation
 def test_a_window_without_finished_games_names_the_setting():
     model = build_model({"arch": "mlp", "hidden": [8]})
     games = self_play(
-        SelfPlayConfig(num_games=2, sims=2, moves_per_gen=3), torch_evaluate_fn(model)
+        SelfPlayConfig(num_games=2, sims=2, moves_per_gen=3, finish_games=False),
+        torch_evaluate_fn(model),
     )
-    assert games.empty  # 3 plies finish no game: every row is dropped
+    assert games.empty  # 3 plies finish no game, and the games in progress are dropped
     assert isinstance(games, pd.DataFrame)
-    with pytest.raises(ValueError, match="generation 1: the replay window has no positions"):
+    with pytest.raises(ValueError, match="no positions .*selfplay.finish_games=true"):
         train_generation(model, {"device": "cpu"}, games, generation=1, num_generations=2)
 
 

@@ -34,7 +34,7 @@ class EvaluateConfig:
     """Games against RandomPunisher, for the network alone and for the MCTS agent (colours alternate)."""
     mcts_sims: int = 32
     """Simulations per move of the MCTS agent."""
-    previous_games: int = 200
+    previous_games: int = 100
     """Games of the new model (MCTS agent) against the previous generation's."""
     previous_sims: int = 16
     """Simulations per move of both MCTS agents in the match against the previous generation."""

@@ -37,7 +37,7 @@ def train_generation(
     if boards.shape[0] == 0:
         raise ValueError(
             f"generation {generation}: the replay window has no positions (no self-play game "
-            "finished); raise selfplay.moves_per_gen (42 plies finish a game in every slot)"
+            "finished); set selfplay.finish_games=true, or raise selfplay.moves_per_gen"
         )
     new_rows = len(games[-1]) * (2 if cfg.mirror else 1)  # the newest generation's samples
     progress = ((generation - 1) / num_generations, generation / num_generations)
