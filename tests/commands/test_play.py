@@ -10,7 +10,9 @@ import urllib.request
 import pexpect
 import pytest
 import torch
+import yaml
 
+from connect_zero_pipeline.commands.model_source import PRETRAINED
 from connect_zero_pipeline.core.bitboard import (
     alignment,
     is_terminal,
@@ -18,9 +20,11 @@ from connect_zero_pipeline.core.bitboard import (
     state_from_moves,
 )
 from connect_zero_pipeline.core.checkpoint import save_model
+from connect_zero_pipeline.core.export import OnnxNetwork
 from connect_zero_pipeline.core.mcts import MCTSConfig, MCTSPlayer
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.players import PolicyPlayer
+from tests.conftest import REPO
 
 PLAY = [sys.executable, "-m", "connect_zero_pipeline", "play"]
 
@@ -157,7 +161,11 @@ def test_the_default_model_is_the_latest_catalog_version(kedro_project):
     assert "No model trained in this project yet: playing the shipped pretrained model" in (
         proc.stderr
     )
-    assert "Model: the shipped pretrained model (generation 20 of the default recipe" in (
+    # The shipped model is the default recipe's last generation (pretrained/README.md).
+    shipped = OnnxNetwork(PRETRAINED.read_bytes()).meta["generation"]
+    recipe = yaml.safe_load((REPO / "conf/base/parameters_alphazero.yml").read_text())
+    assert shipped == recipe["alphazero"]["num_generations"]
+    assert f"Model: the shipped pretrained model (generation {shipped} of the default recipe" in (
         proc.stdout
     )
     # Another entry has no fallback: a clear error.
