@@ -286,7 +286,8 @@ def self_play(
         shard_index, num_shards: play only the slots of :func:`shard_slots`;
             see the module docstring for why shards merge into the same table.
         progress: ``True`` shows a tqdm bar (env steps/s); a callable is
-            called as ``progress(steps_done, total_steps)`` after every step.
+            called as ``progress(steps_done, moves_per_gen)`` after each of the
+            ``moves_per_gen`` steps (the finishing steps that follow are not counted).
         num_threads: torch intra-op threads for the duration of the call
             (restored afterwards); ``None`` keeps torch's setting. The default,
             1, is measured: on the shared 2-core machine under load, a default
