@@ -10,7 +10,6 @@ import urllib.request
 import pexpect
 import pytest
 import torch
-import yaml
 
 from connect_zero_pipeline.commands.model_source import PRETRAINED
 from connect_zero_pipeline.core.bitboard import (
@@ -24,7 +23,7 @@ from connect_zero_pipeline.core.export import OnnxNetwork
 from connect_zero_pipeline.core.mcts import MCTSConfig, MCTSPlayer
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.players import PolicyPlayer
-from tests.conftest import REPO
+from connect_zero_pipeline.pipelines.alphazero.structure import AlphaZeroConfig
 
 PLAY = [sys.executable, "-m", "connect_zero_pipeline", "play"]
 
@@ -163,8 +162,7 @@ def test_the_default_model_is_the_latest_catalog_version(kedro_project):
     )
     # The shipped model is the default recipe's last generation (pretrained/README.md).
     shipped = OnnxNetwork(PRETRAINED.read_bytes()).meta["generation"]
-    recipe = yaml.safe_load((REPO / "conf/base/parameters_alphazero.yml").read_text())
-    assert shipped == recipe["alphazero"]["num_generations"]
+    assert shipped == AlphaZeroConfig().num_generations  # conf/base's value (tests/test_conf.py)
     assert f"Model: the shipped pretrained model (generation {shipped} of the default recipe" in (
         proc.stdout
     )

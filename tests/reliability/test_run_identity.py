@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
+from connect_zero_pipeline.pipelines.alphazero.structure import AlphaZeroConfig
 from connect_zero_pipeline.runs import known_runs, read_manifest
 from tests.conftest import (
     TINY_CLI,
@@ -135,8 +135,7 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     (project / "data" / "runs" / f"{run_id}.json").write_text(json.dumps(manifest))
     changed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
     assert changed.returncode != 0
-    default = yaml.safe_load((project / "conf/base/parameters_alphazero.yml").read_text())
-    now = default["alphazero"]["num_generations"]
+    now = AlphaZeroConfig().num_generations  # conf/base's value (tests/test_conf.py)
     assert now != 2 and f"alphazero.num_generations: 2 -> {now}" in changed.stdout + changed.stderr
     assert not (project / "mlflow.db").exists()
 

@@ -314,18 +314,24 @@ def self_play(
         return _play(cfg, evaluate_fn, slots, generation, device, progress)
 
 
+_NUM_NOISE = math.prod(dirichlet_uniform_shape(1))  # a slot's Dirichlet uniforms per step
+
+
+def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
+    """Uniforms each slot draws per step: the Dirichlet noise, the move sample, the random
+    opening, then (Gumbel search) 7 Gumbel variates. A draw's index never moves, so PUCT
+    runs keep their streams."""
+    return _NUM_NOISE + 2 + (WIDTH if mcts_cfg.search == "gumbel" else 0)
+
+
 def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: torch.Tensor):
     """One search per game of ``state`` and the move each plays.
 
-    ``u [B, D]`` are the games' uniforms of this step (:func:`_draws_per_step`): the
-    Dirichlet noise, the move sample, the random opening, then (Gumbel search) 7 Gumbel
-    variates; a draw's index never moves, so PUCT runs keep their streams. Returns
-    ``(action [B], target [B, 7], root_value [B])``.
+    ``u [B, D]`` are the games' uniforms of this step, laid out as
+    :func:`_draws_per_step` says. Returns ``(action [B], target [B, 7], root_value [B])``.
     """
-    noise_shape = dirichlet_uniform_shape(state.batch_size)
-    num_noise = math.prod(noise_shape[1:])
     if mcts_cfg.search == "gumbel":
-        g = gumbel_from_uniforms(u[:, num_noise + 2 :])  # (B, 7)
+        g = gumbel_from_uniforms(u[:, _NUM_NOISE + 2 :])  # (B, 7)
         result = search(state, evaluate_fn, mcts_cfg, gumbel=g)
         target = result.policy  # (B, 7): the improved policy is the training target
         action = result.action
@@ -333,26 +339,22 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: to
         noise = None
         if cfg.dirichlet_eps > 0:
             noise = dirichlet_from_uniforms(
-                legal_mask(state), cfg.dirichlet_alpha, u[:, :num_noise].view(noise_shape)
+                legal_mask(state),
+                cfg.dirichlet_alpha,
+                u[:, :_NUM_NOISE].view(dirichlet_uniform_shape(state.batch_size)),
             )
         result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
         target = result.visit_counts.float()  # (B, 7)
         # Temperature 1: the first column whose cumulative count exceeds u * total.
-        threshold = u[:, num_noise : num_noise + 1] * target.sum(1, keepdim=True)  # (B, 1)
+        threshold = u[:, _NUM_NOISE : _NUM_NOISE + 1] * target.sum(1, keepdim=True)  # (B, 1)
         sampled = (target.cumsum(1) <= threshold).sum(1)
         action = torch.where(state.ply < cfg.temp_cutoff, sampled, target.argmax(1))
     if cfg.random_opening_plies:
         legal = legal_mask(state).float()  # (B, 7)
-        pick = (u[:, num_noise + 1 : num_noise + 2] * legal.sum(1, keepdim=True)).floor()
+        pick = (u[:, _NUM_NOISE + 1 : _NUM_NOISE + 2] * legal.sum(1, keepdim=True)).floor()
         uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
         action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
     return action, target, result.root_value
-
-
-def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
-    """Uniforms each slot draws per step (see :func:`_choose`)."""
-    num_noise = math.prod(dirichlet_uniform_shape(1)[1:])
-    return num_noise + 2 + (WIDTH if mcts_cfg.search == "gumbel" else 0)
 
 
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress):
@@ -384,39 +386,32 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         )
     start = time.perf_counter()
     searched = 0
+    every_slot = torch.arange(G, device=device)
     for t in range(steps):
-        if t < T:
-            idx = None  # every slot: no gather, no scatter
-            sub = state
-        else:  # finishing: only the games in progress (a reset slot has 0 stones)
-            idx = (state.ply > 0).nonzero().squeeze(1)
-            if idx.numel() == 0:
-                break
-            sub = state.take(idx)
-        u = slot_uniforms(keys if idx is None else keys[idx], t, draws)
+        # Every slot plays the first T steps; then only the games in progress (a slot
+        # reset after its game ended has 0 stones).
+        idx = every_slot if t < T else (state.ply > 0).nonzero().squeeze(1)
+        if idx.numel() == 0:
+            break
+        sub = state.take(idx)
+        u = slot_uniforms(keys[idx], t, draws)
         action, target, root_value = _choose(sub, evaluate_fn, cfg, mcts_cfg, u)
         step = play(sub, action, validate=False)
-        row = (t,) if idx is None else (t, idx)
         for name, value in (
             ("position", sub.position),
             ("mask", sub.mask),
             ("ply", sub.ply),
-            ("episode", episode if idx is None else episode[idx]),
+            ("episode", episode[idx]),
             ("action", action),
             ("visits", target),
             ("root_value", root_value),
             ("done", step.done),
             ("reward", step.reward * win_value(step.state.ply, mcts_cfg.win_decay)),
         ):
-            rec[name][row] = value
-        searched += sub.batch_size
-        after = reset_done(step.state, step.done)
-        if idx is None:
-            episode = episode + step.done
-            state = after
-        else:
-            episode[idx] += step.done.long()
-            state = state.put(idx, after)
+            rec[name][t, idx] = value
+        searched += len(idx)
+        episode[idx] += step.done.long()
+        state = state.put(idx, reset_done(step.state, step.done))
         if t < T:
             if bar is not None:
                 bar.update(G)
