@@ -15,6 +15,7 @@ from connect_zero_pipeline.core.models import (
     SimpleMLP,
     build_model,
     count_parameters,
+    parameter_count,
     resolve_config,
 )
 
@@ -41,7 +42,14 @@ def test_protocol_batch_and_single(preset):
 
 def test_connectzero_preset_forwards():
     model = build_model({"preset": "connectzero"}).eval()
-    assert model.config == {"arch": "resnet", "blocks": 19, "channels": 128, "value_hidden": 128}
+    assert model.config == {
+        "arch": "resnet",
+        "blocks": 19,
+        "channels": 128,
+        "value_hidden": 128,
+        "policy_planes": 2,
+        "value_planes": 1,
+    }
     with torch.no_grad():
         logits, value = model(_boards()[:2])
     assert logits.shape == (2, 7) and value.shape == (2,)
@@ -51,7 +59,24 @@ def test_parameter_counts_grow_with_presets():
     counts = {name: count_parameters(build_model(name)) for name in PRESETS}
     assert counts["mlp"] < counts["tiny"] < counts["cpu"] < counts["small"] < counts["connectzero"]
     assert counts["tiny"] == 58_714  # reported in the issue note; changes must be deliberate
-    assert counts["cpu"] == 170_906  # the CPU recipe's network (README, docs/alphazero.md)
+    assert counts["cpu"] == 179_168  # the CPU recipe's network (README, docs/alphazero.md)
+
+
+def test_head_widths_are_configurable_and_default_to_alphazeros():
+    narrow = build_model({"arch": "resnet", "blocks": 1, "channels": 8})
+    wide = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "policy_planes": 5,
+                        "value_planes": 3})  # fmt: skip
+    assert narrow.policy_fc.in_features == 2 * 42 and narrow.value_fc[0].in_features == 42
+    assert wide.policy_fc.in_features == 5 * 42 and wide.value_fc[0].in_features == 3 * 42
+    for model in (narrow, wide):
+        assert count_parameters(model) == parameter_count(resolve_config(model.config))
+        logits, value = model(_boards()[:3])
+        assert logits.shape == (3, 7) and value.shape == (3,)
+    # A checkpoint written before the head keys existed has AlphaZero's heads: it loads as saved.
+    old = {k: v for k, v in narrow.config.items() if not k.endswith("_planes")}
+    restored = build_model(old)
+    restored.load_state_dict(narrow.state_dict())
+    assert restored.config == narrow.config
 
 
 def test_resnet_planes_encode_side_and_parity():
@@ -95,6 +120,8 @@ def test_partial_config_and_preset_override():
         ({"preset": "tiny", "dropout": 0.1}, "'dropout'"),
         ({"arch": "resnet", "blocks": 0}, "'blocks'"),
         ({"arch": "resnet", "channels": "32"}, "'channels'"),
+        ({"arch": "resnet", "value_planes": 0}, "'value_planes'"),
+        ({"arch": "resnet", "policy_planes": 2000}, "'policy_planes'"),
         ({"arch": "mlp", "hidden": []}, "'hidden'"),
         ({"arch": "mlp", "hidden": [64, -1]}, "'hidden'"),
     ],

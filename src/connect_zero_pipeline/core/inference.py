@@ -107,7 +107,7 @@ def make_evaluate_fn(
 
     Args:
         backend: ``auto`` (onnxruntime on CPU, torch on CUDA), ``torch`` or ``onnxruntime``.
-        threads: onnxruntime's intra-op threads.
+        threads: onnxruntime's intra-op threads (0: its default, one per core).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -31,7 +31,14 @@ from .bitboard import HEIGHT, WIDTH
 # compares it with ``tiny`` and ``small`` at the same budget); ``small`` is the GPU env's.
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"arch": "resnet", "blocks": 3, "channels": 32, "value_hidden": 32},
-    "cpu": {"arch": "resnet", "blocks": 4, "channels": 48, "value_hidden": 48},
+    "cpu": {
+        "arch": "resnet",
+        "blocks": 4,
+        "channels": 48,
+        "value_hidden": 48,
+        "policy_planes": 8,
+        "value_planes": 4,
+    },
     "small": {"arch": "resnet", "blocks": 5, "channels": 64, "value_hidden": 64},
     "connectzero": {"arch": "resnet", "blocks": 19, "channels": 128, "value_hidden": 128},
     "mlp": {"arch": "mlp", "hidden": [128, 128, 64]},
@@ -39,7 +46,13 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 # arch -> {key: default}; the full set of keys each architecture accepts.
 _ARCH_KEYS: dict[str, dict[str, Any]] = {
-    "resnet": {"blocks": 3, "channels": 32, "value_hidden": 32},
+    "resnet": {
+        "blocks": 3,
+        "channels": 32,
+        "value_hidden": 32,
+        "policy_planes": 2,
+        "value_planes": 1,
+    },
     "mlp": {"hidden": [128, 128, 64]},
 }
 
@@ -108,32 +121,44 @@ class ResNet(nn.Module):
     Input planes ``[B, 3, 6, 7]``: own stones, opponent stones, and a constant
     plane holding the stone-count parity (Connect-4 threats depend on whose
     turn it is). Stem conv 3x3 -> ``blocks`` residual blocks of ``channels`` ->
-    policy head (1x1 conv to 2 planes, linear to 7 logits) and value head
-    (1x1 conv to 1 plane, MLP with ``value_hidden`` units, tanh).
+    policy head (1x1 conv to ``policy_planes`` planes, linear to 7 logits) and value
+    head (1x1 conv to ``value_planes`` planes, MLP with ``value_hidden`` units, tanh).
+    AlphaZero's heads have 2 and 1 planes (the defaults); wider ones cost little next to
+    the trunk and fit the targets better (docs/results.md).
     """
 
-    def __init__(self, blocks: int = 3, channels: int = 32, value_hidden: int = 32):
+    def __init__(
+        self,
+        blocks: int = 3,
+        channels: int = 32,
+        value_hidden: int = 32,
+        policy_planes: int = 2,
+        value_planes: int = 1,
+    ):
         super().__init__()
         self.config = {
             "arch": "resnet",
             "blocks": int(blocks),
             "channels": int(channels),
             "value_hidden": int(value_hidden),
+            "policy_planes": int(policy_planes),
+            "value_planes": int(value_planes),
         }
+        pp, vp = self.config["policy_planes"], self.config["value_planes"]
         cells = HEIGHT * WIDTH
         self.stem = nn.Sequential(
             nn.Conv2d(3, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels), nn.ReLU()
         )
         self.blocks = nn.Sequential(*[_ResidualBlock(channels) for _ in range(blocks)])
         self.policy_conv = nn.Sequential(
-            nn.Conv2d(channels, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU()
+            nn.Conv2d(channels, pp, 1, bias=False), nn.BatchNorm2d(pp), nn.ReLU()
         )
-        self.policy_fc = nn.Linear(2 * cells, WIDTH)
+        self.policy_fc = nn.Linear(pp * cells, WIDTH)
         self.value_conv = nn.Sequential(
-            nn.Conv2d(channels, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU()
+            nn.Conv2d(channels, vp, 1, bias=False), nn.BatchNorm2d(vp), nn.ReLU()
         )
         self.value_fc = nn.Sequential(
-            nn.Linear(cells, value_hidden), nn.ReLU(), nn.Linear(value_hidden, 1), nn.Tanh()
+            nn.Linear(vp * cells, value_hidden), nn.ReLU(), nn.Linear(value_hidden, 1), nn.Tanh()
         )
 
     @staticmethod
@@ -164,10 +189,11 @@ def parameter_count(config: dict[str, Any]) -> int:
     cells = HEIGHT * WIDTH
     if config["arch"] == "resnet":
         c, b, v = config["channels"], config["blocks"], config["value_hidden"]
+        pp, vp = config["policy_planes"], config["value_planes"]
         stem = 3 * c * 9 + 2 * c
         block = 2 * (c * c * 9 + 2 * c)
-        policy = c * 2 + 4 + 2 * cells * WIDTH + WIDTH
-        value = c + 2 + cells * v + v + v + 1
+        policy = c * pp + 2 * pp + pp * cells * WIDTH + WIDTH
+        value = c * vp + 2 * vp + vp * cells * v + v + v + 1
         return stem + b * block + policy + value
     widths = [cells + 1, *config["hidden"]]
     body = sum(a * b + b for a, b in itertools.pairwise(widths))
@@ -176,7 +202,13 @@ def parameter_count(config: dict[str, Any]) -> int:
 
 
 def _check_bounds(config: dict[str, Any]) -> None:
-    limits = {"blocks": MAX_BLOCKS, "channels": MAX_CHANNELS, "value_hidden": MAX_HIDDEN}
+    limits = {
+        "blocks": MAX_BLOCKS,
+        "channels": MAX_CHANNELS,
+        "value_hidden": MAX_HIDDEN,
+        "policy_planes": MAX_CHANNELS,
+        "value_planes": MAX_CHANNELS,
+    }
     for key, limit in limits.items():
         if key in config and config[key] > limit:
             raise ValueError(f"model config key {key!r} = {config[key]} is above the limit {limit}")
@@ -234,7 +266,7 @@ def resolve_config(config: dict[str, Any] | str) -> dict[str, Any]:
         )
     out: dict[str, Any] = {"arch": arch, **defaults, **config}
     if arch == "resnet":
-        for key in ("blocks", "channels", "value_hidden"):
+        for key in ("blocks", "channels", "value_hidden", "policy_planes", "value_planes"):
             _check_positive_int(key, out[key])
     else:
         hidden = out["hidden"]

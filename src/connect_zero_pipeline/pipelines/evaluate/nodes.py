@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from torch import nn
 
-from ...core.config import check, mix_seed, resolve_device
+from ...core.config import check, is_int, mix_seed, resolve_device
 from ...core.evaluation import search_agent_metrics, solver_set_metrics, win_rates
 from ...core.inference import BACKENDS, make_evaluate_fn, torch_evaluate_fn
 from ...core.labelling import Labeller, SolvedCache
@@ -52,6 +52,9 @@ class EvaluateConfig:
     backend: str = "auto"
     """Network evaluation inside the MCTS agents: ``auto`` (onnxruntime on CPU, torch on
     CUDA), ``torch`` or ``onnxruntime``."""
+    num_threads: int | None = None
+    """onnxruntime threads of the MCTS agents' network (null: one per core; the node runs
+    alone, so it has the machine to itself). The figures do not depend on it."""
     search: str = "puct"
     """The MCTS agents' search: ``puct`` (most visited move) or ``gumbel`` (Gumbel search
     without noise: its Sequential Halving survivor)."""
@@ -71,6 +74,12 @@ class EvaluateConfig:
         check(self.previous_sims >= 1, "previous_sims", self.previous_sims, ">= 1")
         check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
         check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
+        check(
+            self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
+            "num_threads",
+            self.num_threads,
+            "null (one per core) or an integer >= 1",
+        )
         check(self.search in SEARCHES, "search", self.search, f"one of {SEARCHES}")
         check(
             isinstance(self.benchmark_sims, (list, tuple))
@@ -147,8 +156,9 @@ def evaluate_generation(
         metrics[f"solver.{k}"] = v
     punisher = RandomPunisher()
     mcts_cfg = MCTSConfig(sims=cfg.mcts_sims, search=cfg.search)
-    new_fn = make_evaluate_fn(candidate, device, cfg.backend)
-    old_fn = make_evaluate_fn(previous, device, cfg.backend)
+    threads = cfg.num_threads or 0  # 0: onnxruntime's default, one thread per core
+    new_fn = make_evaluate_fn(candidate, device, cfg.backend, threads)
+    old_fn = make_evaluate_fn(previous, device, cfg.backend, threads)
     agent = MCTSPlayer(new_fn, mcts_cfg)
     for name, player in (("policy", PolicyPlayer(candidate.to(device).eval())), ("mcts", agent)):
         for k, v in win_rates(player, punisher, cfg.num_games, seed, device).items():
