@@ -18,7 +18,7 @@ from ..structure import section
 class AlphaZeroConfig:
     """The AlphaZero loop (section ``alphazero``)."""
 
-    num_generations: int = 28
+    num_generations: int = 24
     """Generations of self-play -> train -> evaluate (structural: unrolled into the DAG)."""
 
     def __post_init__(self):
