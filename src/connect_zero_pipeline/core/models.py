@@ -31,14 +31,7 @@ from .bitboard import HEIGHT, WIDTH
 # compares it with ``tiny`` and ``small`` at the same budget); ``small`` is the GPU env's.
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"arch": "resnet", "blocks": 3, "channels": 32, "value_hidden": 32},
-    "cpu": {
-        "arch": "resnet",
-        "blocks": 4,
-        "channels": 48,
-        "value_hidden": 48,
-        "policy_planes": 8,
-        "value_planes": 4,
-    },
+    "cpu": {"arch": "resnet", "blocks": 4, "channels": 48, "value_hidden": 48},
     "small": {"arch": "resnet", "blocks": 5, "channels": 64, "value_hidden": 64},
     "connectzero": {"arch": "resnet", "blocks": 19, "channels": 128, "value_hidden": 128},
     "mlp": {"arch": "mlp", "hidden": [128, 128, 64]},
