@@ -116,8 +116,8 @@ class ResNet(nn.Module):
     turn it is). Stem conv 3x3 -> ``blocks`` residual blocks of ``channels`` ->
     policy head (1x1 conv to ``policy_planes`` planes, linear to 7 logits) and value
     head (1x1 conv to ``value_planes`` planes, MLP with ``value_hidden`` units, tanh).
-    AlphaZero's heads have 2 and 1 planes (the defaults); wider ones cost little next to
-    the trunk and fit the targets better (docs/results.md).
+    AlphaZero's heads have 2 and 1 planes (the defaults, every preset's); docs/results.md
+    measures wider ones (8 and 4 on ``cpu``: no gain in a full run).
     """
 
     def __init__(
