@@ -259,7 +259,7 @@ def resolve_config(config: dict[str, Any] | str) -> dict[str, Any]:
         )
     out: dict[str, Any] = {"arch": arch, **defaults, **config}
     if arch == "resnet":
-        for key in ("blocks", "channels", "value_hidden", "policy_planes", "value_planes"):
+        for key in _ARCH_KEYS["resnet"]:
             _check_positive_int(key, out[key])
     else:
         hidden = out["hidden"]
