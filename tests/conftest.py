@@ -15,6 +15,11 @@ PONS_DIR = REPO / "tests" / "data" / "pons"  # Pascal Pons' two public sets (see
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+# One torch (OpenMP) thread per process, the test runner's and every `kedro run` it starts:
+# tests run side by side (two runs at once, pytest -n), and OpenMP threads that spin-wait
+# on a shared 2-core machine made one tiny run's training ~100x slower. Settings that name
+# a thread count (train.num_threads=2) still take it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _data_skeleton(folder: str, names: list[str]) -> list[str]:
@@ -24,22 +29,22 @@ def _data_skeleton(folder: str, names: list[str]) -> list[str]:
     return [n for n in names if n != ".gitkeep" and not (top and (Path(folder) / n).is_dir())]
 
 
-@pytest.fixture
-def kedro_project(tmp_path, monkeypatch):
-    """A copy of the project's conf/ and metadata in ``tmp_path``, as the working directory.
+def make_project(project: Path, *, pin_store: bool = True) -> Path:
+    """A copy of the project's conf/ and metadata at ``project``, for runs to write into.
 
-    Runs write their data, ``mlflow.db`` and ``mlruns/`` there, never into the repo.
+    ``pin_store``: the MLflow store is this project's ``mlflow.db`` by absolute path
+    (conf/local/mlflow.yml). MLflow caches stores by URI string, so a relative
+    ``sqlite:///mlflow.db`` would keep pointing at the first test project of a process:
+    projects run in-process need the pin; ``False`` keeps conf/base's default store.
     """
-    project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     shutil.copytree(REPO / "conf", project / "conf", ignore=shutil.ignore_patterns("local"))
     (project / "conf" / "local").mkdir()
-    # MLflow caches stores by URI string: a relative sqlite:///mlflow.db would keep
-    # pointing at the first test project of the process. Pin this project's own file.
-    (project / "conf" / "local" / "mlflow.yml").write_text(
-        f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
-        f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
-    )
+    if pin_store:
+        (project / "conf" / "local" / "mlflow.yml").write_text(
+            f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
+            f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
+        )
     # evaluate.benchmark_files: the shipped Pons sets are there (an env run, which does not
     # read conf/local, scores them), but the local env turns them off to keep runs short.
     shutil.copytree(REPO / "tests/data/pons", project / "tests/data/pons")
@@ -47,6 +52,16 @@ def kedro_project(tmp_path, monkeypatch):
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
+    return project
+
+
+@pytest.fixture
+def kedro_project(tmp_path, monkeypatch):
+    """A fresh project (:func:`make_project`) in ``tmp_path``, as the working directory.
+
+    Runs write their data, ``mlflow.db`` and ``mlruns/`` there, never into the repo.
+    """
+    project = make_project(tmp_path / "project")
     monkeypatch.chdir(project)
     return project
 
@@ -120,10 +135,13 @@ def pons_set():
     return tiny_pons_set()
 
 
+PONS_FILE = "data/03_primary/pons_positions.parquet"
+
+
 @pytest.fixture
 def pons_project(kedro_project, pons_set):
     """A test project whose evaluation set is the tiny labelled set."""
-    write_versioned_parquet(kedro_project, "data/03_primary/pons_positions.parquet", pons_set)
+    write_versioned_parquet(kedro_project, PONS_FILE, pons_set)
     return kedro_project
 
 
@@ -186,7 +204,8 @@ def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600
     """
     import subprocess
 
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    # One log record per line (rich wraps at 80 columns off a terminal): tests wait on lines.
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "250"}
     command = [KEDRO, *args]
     if not wait:
         return subprocess.Popen(
@@ -200,6 +219,17 @@ def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600
     return subprocess.run(
         command, cwd=cwd or project, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+def wait_for_line(proc, text: str) -> str:
+    """Read ``proc``'s output (``kedro_cli(wait=False)``) up to the first line holding
+    ``text``; that line. Fails, with the output's tail, if the process ends first."""
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line)
+        if text in line:
+            return line
+    raise AssertionError(f"{text!r} never came; the output ended with:\n{''.join(seen[-40:])}")
 
 
 def files_under(folder: Path) -> set[str]:
@@ -219,3 +249,30 @@ def model_digest(path: Path) -> str:
         h.update(key.encode())
         h.update(state[key].numpy().tobytes())
     return h.hexdigest()
+
+
+FINISHED_RUN = {**TINY_CLI, "alphazero.num_generations": 2}
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory, pons_set):
+    """``(project, run id)``: one real ``kedro run`` of :data:`FINISHED_RUN` in a project of
+    its own with conf/base's store, shared by the tests that read a finished run or copy its
+    project. Nothing may write into it: its files are compared at the end of the session."""
+    project = make_project(tmp_path_factory.mktemp("finished") / "project", pin_store=False)
+    write_versioned_parquet(project, PONS_FILE, pons_set)
+    res = kedro_cli(project, "run", "--params", cli_params(FINISHED_RUN))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    from connect_zero_pipeline.runs import known_runs
+
+    (run_id,) = known_runs(project)
+    before = {f: (project / f).stat().st_mtime_ns for f in files_under(project)}
+    yield project, run_id
+    after = {f: (project / f).stat().st_mtime_ns for f in files_under(project)}
+    assert after == before, "a test wrote into the shared finished run"
+
+
+def copy_project(source: Path, target: Path) -> Path:
+    """A copy of a project with its runs, as a user would make it (``cp -a``)."""
+    shutil.copytree(source, target, symlinks=True)
+    return target

@@ -33,6 +33,9 @@ COMMANDS = {
 def main(*args, **kwargs) -> Any:
     argv = list(args[0]) if args else sys.argv[1:]
     if argv and argv[0] in COMMANDS:
+        from .commands import interrupts
+
+        interrupts.install()  # before torch is imported: Ctrl-C is clean from here on
         module = importlib.import_module(COMMANDS[argv[0]])
         if argv[0] == "score":
             return sys.exit(module.main(argv[1:], prog="score"))

@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
 """A run id: Kedro's save-version timestamp."""
+_ID_FORMAT = "%Y-%m-%dT%H.%M.%S.%fZ"  # strptime reads the 3 digits of a run id as ms
 MANIFESTS = Path("data") / "runs"
 """Where run manifests live, relative to the project root."""
 RESUME_KEY = "resume"
@@ -103,14 +105,45 @@ def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def write_manifest(root: Path, manifest: dict[str, Any]) -> Path:
-    """Write a manifest atomically (a temporary file renamed into place)."""
+def _manifest_tmp(root: Path, manifest: dict[str, Any]) -> tuple[Path, Path]:
+    """``(path, a complete temporary sibling)`` of ``manifest``."""
     path = manifest_path(root, manifest["run_id"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    return path, tmp
+
+
+def write_manifest(root: Path, manifest: dict[str, Any]) -> Path:
+    """Write a manifest atomically (a temporary file renamed into place)."""
+    path, tmp = _manifest_tmp(root, manifest)
     os.replace(tmp, path)
     return path
+
+
+def next_run_id(run_id: str) -> str:
+    """The id one millisecond after ``run_id``."""
+    moment = datetime.strptime(run_id, _ID_FORMAT) + timedelta(milliseconds=1)
+    return moment.strftime(_ID_FORMAT)[:-4] + "Z"  # microseconds -> milliseconds
+
+
+def claim_manifest(root: Path, manifest: dict[str, Any]) -> str:
+    """Write a new run's manifest under an id no other run has; returns that id.
+
+    The id is the session's save version, a millisecond timestamp: two runs started in
+    the same millisecond would share it, and with it every output version. The manifest
+    is created exclusively (a hard link of a complete temporary file, which fails if the
+    name exists), and a taken id moves on by a millisecond.
+    """
+    while True:
+        path, tmp = _manifest_tmp(root, manifest)
+        try:
+            os.link(tmp, path)
+            return manifest["run_id"]
+        except FileExistsError:
+            manifest["run_id"] = next_run_id(manifest["run_id"])
+        finally:
+            tmp.unlink()
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -205,9 +238,6 @@ class RunIdentityHook:
             self._point_mlflow_at(self.resumed.get("mlflow_run_id"))
         else:
             run_id = run_params["run_id"]
-        self.run_id = run_id
-        pinned = pin_outputs(pipeline, catalog, run_id)
-        log.info("Run %s: %d versioned outputs read and written at this version", run_id, pinned)
         started = (self.resumed or {}).get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.manifest = {
             "run_id": run_id,
@@ -221,7 +251,13 @@ class RunIdentityHook:
             else [],
             "mlflow_run_id": (self.resumed or {}).get("mlflow_run_id"),
         }
-        write_manifest(self.root, self.manifest)
+        if self.resumed is not None:
+            write_manifest(self.root, self.manifest)
+        else:
+            run_id = claim_manifest(self.root, self.manifest)
+        self.run_id = run_id
+        pinned = pin_outputs(pipeline, catalog, run_id)
+        log.info("Run %s: %d versioned outputs read and written at this version", run_id, pinned)
 
     @staticmethod
     def _point_mlflow_at(parent_run_id: str | None) -> None:

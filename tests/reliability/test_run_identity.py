@@ -1,30 +1,31 @@
 """A run reads only its own versions: kill and resume, two runs at once, a copied project.
 
-Real `kedro run` subprocesses at the issue's tiny sizes, in projects that
-already hold other runs.
+Real `kedro run` subprocesses at tiny sizes, in projects that already hold other runs
+(copies of the session's shared finished run).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from connect_zero_pipeline.pipelines.alphazero.structure import AlphaZeroConfig
-from connect_zero_pipeline.runs import known_runs, read_manifest
+from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest
 from tests.conftest import (
+    FINISHED_RUN,
     TINY_CLI,
     cli_params,
+    copy_project,
     files_under,
     kedro_cli,
     mlflow_client,
     model_digest,
     versions,
+    wait_for_line,
 )
 
 pytestmark = pytest.mark.slow
@@ -50,42 +51,28 @@ def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> Non
     assert _run_file(project, "data/06_models/onnx_model.onnx", run_id).is_file()
 
 
-def test_a_killed_run_resumes_by_its_id_with_its_own_versions(pons_project):
-    project = pons_project
-    params = cli_params({**TINY_CLI, "alphazero.num_generations": 3})
-    earlier = kedro_cli(
-        project,
-        "run",
-        "--params",
-        cli_params({**TINY_CLI, "alphazero.num_generations": 3, "model.seed": 5}),
-    )
-    assert earlier.returncode == 0, earlier.stdout[-2000:] + earlier.stderr[-2000:]
-    (earlier_id,) = known_runs(project)
-
+def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_path):
+    source, earlier_id = finished_run
+    project = copy_project(source, tmp_path / "project")  # it already holds a finished run
+    params = cli_params(FINISHED_RUN)  # the same recipe: only the run ids tell them apart
     proc = kedro_cli(project, "run", "--params", params, wait=False)
-    deadline = time.monotonic() + 300
-    run_id = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        ids = [r for r in known_runs(project) if r != earlier_id]
-        if ids:
-            run_id = ids[0]
-            games = _run_file(project, "data/05_model_input/selfplay/gen_002/games.parquet", run_id)
-            if games.exists():
-                break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the run ended before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert run_id is not None
-    assert not _run_file(project, "data/06_models/gen_003/model.pt", run_id).exists()
+    try:
+        wait_for_line(proc, "Generation 2 training on")  # gen_002's games are saved
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+    (run_id,) = set(known_runs(project)) - {earlier_id}
     assert read_manifest(project, run_id)["status"] == "running"  # killed: never finished
+    assert _run_file(project, "data/05_model_input/selfplay/gen_002/games.parquet", run_id).exists()
+    assert not _run_file(project, "data/06_models/latest_model.pt", run_id).exists()
 
     # A plain --only-missing-outputs run is a new run: it never takes the killed run's files.
     resumed = kedro_cli(
         project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{params}"
     )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    _assert_own_lineage(project, run_id, 3)
+    _assert_own_lineage(project, run_id, 2)
     # Finished work was skipped: one version of gen_001 and gen_002's games for this run.
     assert versions(project, "data/06_models/gen_001/model.pt") == sorted([earlier_id, run_id])
     assert versions(project, "data/05_model_input/selfplay/gen_002/games.parquet") == sorted(
@@ -102,7 +89,7 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(pons_project):
     parent = next(p for p in parents if p.data.tags["run_id"] == run_id)
     assert parent.info.run_id == manifest["mlflow_run_id"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    assert sorted(c.info.run_name for c in children) == ["gen_000", "gen_001", "gen_002", "gen_003"]
+    assert sorted(c.info.run_name for c in children) == ["gen_000", "gen_001", "gen_002"]
 
     # Resuming the finished run again finds nothing to do: no file, no registry version.
     client = mlflow_client(project)
@@ -144,10 +131,9 @@ def test_two_runs_at_once_each_export_their_own_model(pons_project):
     project = pons_project
     (project / "conf" / "local" / "mlflow.yml").unlink()  # the project's own store, fresh
     procs = []
-    for seed in (1, 2):
-        params = cli_params({**TINY_CLI, "alphazero.num_generations": 2, "model.seed": seed})
+    for seed in (1, 2):  # started together: same store, same millisecond or close to it
+        params = cli_params({**TINY_CLI, "alphazero.num_generations": 1, "model.seed": seed})
         procs.append(kedro_cli(project, "run", "--params", params, wait=False))
-        time.sleep(0.7)
     outputs = [p.communicate(timeout=600)[0] for p in procs]
     for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out[-3000:]
@@ -155,7 +141,7 @@ def test_two_runs_at_once_each_export_their_own_model(pons_project):
     assert len(ids) == 2
     digests = set()
     for run_id in ids:
-        _assert_own_lineage(project, run_id, 2)
+        _assert_own_lineage(project, run_id, 1)
         digests.add(model_digest(_run_file(project, "data/06_models/latest_model.pt", run_id)))
         assert _run_file(project, "data/08_reporting/learning_curves.png", run_id).is_file()
     assert len(digests) == 2  # two seeds, two models
@@ -164,16 +150,24 @@ def test_two_runs_at_once_each_export_their_own_model(pons_project):
     assert {r.info.status for r in runs} == {"FINISHED"}
 
 
-def test_a_copied_project_writes_only_into_itself(pons_project, tmp_path):
-    original = pons_project
-    (original / "conf" / "local" / "mlflow.yml").unlink()  # the default store: <root>/mlflow.db
+def test_runs_started_in_the_same_millisecond_get_ids_of_their_own(tmp_path):
+    first = {"run_id": "2026-01-01T23.59.59.999Z", "status": "running", "params": {"a": 1}}
+    second = {**first, "params": {"a": 2}}
+    assert claim_manifest(tmp_path, first) == "2026-01-01T23.59.59.999Z"
+    assert claim_manifest(tmp_path, second) == "2026-01-02T00.00.00.000Z"  # one ms later
+    assert known_runs(tmp_path) == ["2026-01-01T23.59.59.999Z", "2026-01-02T00.00.00.000Z"]
+    assert read_manifest(tmp_path, "2026-01-01T23.59.59.999Z")["params"] == {"a": 1}
+    assert read_manifest(tmp_path, "2026-01-02T00.00.00.000Z")["params"] == {"a": 2}
+    assert files_under(tmp_path) == {"data/runs/2026-01-01T23.59.59.999Z.json",
+                                     "data/runs/2026-01-02T00.00.00.000Z.json"}  # fmt: skip
+
+
+def test_a_copied_project_writes_only_into_itself(finished_run, tmp_path):
+    original, _ = finished_run  # conf/base's store: <root>/mlflow.db
     params = cli_params({**TINY_CLI, "alphazero.num_generations": 1})
-    first = kedro_cli(original, "run", "--params", params)
-    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     before = files_under(original / "mlruns")
     assert before
-    copy = tmp_path / "copy"
-    shutil.copytree(original, copy, symlinks=True)
+    copy = copy_project(original, tmp_path / "copy")
     (copy / "notebooks").mkdir(exist_ok=True)
     # Started from a subfolder, as a notebook would be: the store is still the project's.
     second = kedro_cli(copy, "run", "--params", params, cwd=copy / "notebooks")

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .interrupts import EXIT_INTERRUPTED, INTERRUPTED
+
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
 REGISTRY_PREFIX = "models:/"  # --model models:/connect-zero@champion: the MLflow registry
 PRETRAINED = Path(__file__).resolve().parents[1] / "pretrained" / "connect_zero.onnx"
@@ -39,18 +41,21 @@ class CommandError(Exception):
 
 
 EXIT_USAGE = 2  # a usage error: no model, an unreadable file, a port in use
-EXIT_INTERRUPTED = 130
 
 
 def run_command(body: Callable[[], int]) -> int:
-    """Run a command's body; a :class:`CommandError` prints ``error: ...`` (exit 2), Ctrl-C exits 130."""
+    """Run a command's body; a :class:`CommandError` prints ``error: ...`` (exit 2).
+
+    Ctrl-C prints ``Interrupted.`` and exits 130: in a command process through
+    :mod:`.interrupts`, in-process (a test calling ``main``) through ``KeyboardInterrupt``.
+    """
     try:
         return body()
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("\nInterrupted.", file=sys.stderr)
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
+from . import interrupts
 from .model_source import (
     PRETRAINED,
     NoVersionError,
@@ -70,7 +71,6 @@ def resolve_page(page_dir: str | None) -> Path:
 
 def _pretrained_page() -> Path:
     """A play page of the shipped pretrained model, built in a temporary folder."""
-    import atexit
     import shutil
     import tempfile
 
@@ -79,7 +79,7 @@ def _pretrained_page() -> Path:
 
     data = PRETRAINED.read_bytes()
     folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
-    atexit.register(shutil.rmtree, folder, True)
+    interrupts.cleanup(shutil.rmtree, folder, True)  # at exit, Ctrl-C or SIGTERM
     try:
         files = web.page_files(data, onnx_info(data))
     except FileNotFoundError as exc:  # onnxruntime-web not fetched (make web)
@@ -147,9 +147,11 @@ def serve(directory: Path, port: int) -> int:
         raise PlayError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from exc
     url = f"http://{LOOPBACK}:{server.server_address[1]}/"
     print(f"Serving the play page at {url} (from {directory}); Ctrl-C to stop", flush=True)
+    if interrupts.installed():
+        interrupts.install("Stopped.", 0)  # Ctrl-C is how a server is stopped: not an error
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # in-process callers, which install no handler
         print("\nStopped.", flush=True)
     finally:
         server.server_close()
@@ -218,16 +220,16 @@ def _draw(position: int, mask: int, ply: int) -> str:
     return board_to_ascii(board if ply % 2 == 0 else -board, ".XO")
 
 
-def _ask_column(position: int, mask: int, out) -> int | None:
+def _ask_column(position: int, mask: int, stdin: interrupts.LineReader, out) -> int | None:
     """Read a legal 0-based column from stdin; ``None`` on EOF or 'q'. Re-prompts on bad input."""
     from ..core.bitboard import legal_columns
 
     while True:
-        try:
-            text = input("Your move (1-7, q to quit): ").strip()
-        except EOFError:
+        text = stdin.read_line("Your move (1-7, q to quit): ", out)
+        if text is None:  # end of input (Ctrl-D)
             print(file=out)
             return None
+        text = text.strip()
         if text.lower() in {"q", "quit", "exit"}:
             return None
         if not (len(text) == 1 and "1" <= text <= "7"):
@@ -263,11 +265,12 @@ def play_terminal(model, description: str, sims: int, human_first: bool, moves: 
     print(f"Connect-Zero: you are {you} ({'first' if human_first else 'second'}), "
           f"the agent is {it}. Model: {description} [{_describe_model(model)}]; {mode}.", file=out)  # fmt: skip
     ply = len(moves)
+    stdin = interrupts.LineReader()
     while True:
         print("\n" + _draw(position, mask, ply), file=out, flush=True)
         human_turn = (ply % 2 == 0) == human_first
         if human_turn:
-            col = _ask_column(position, mask, out)
+            col = _ask_column(position, mask, stdin, out)
             if col is None:
                 print(f"Bye. Moves so far: {moves or '(none)'}", file=out, flush=True)
                 return 0

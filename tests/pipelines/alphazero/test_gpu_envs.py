@@ -28,6 +28,7 @@ CPU_TINY = {
     "evaluate.mcts_sims": 2,
     "evaluate.previous_games": 2,
     "evaluate.previous_sims": 2,
+    "evaluate.benchmark_files": "[]",  # an env run reads no conf/local: the Pons sets are on
 }
 
 
