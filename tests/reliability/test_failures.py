@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -72,12 +74,31 @@ def _children(pid: int) -> set[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
+def _wait_for_children(pid: int, count: int) -> set[int]:
+    """Poll ``pid``'s process tree until it has ``count`` descendants (or ``pid`` ended)."""
+    while Path(f"/proc/{pid}").exists() and len(found := _children(pid)) < count:
+        time.sleep(0.05)
+    return found
+
+
+def _survivors(pids: set[int], bound: float = 60.0) -> set[int]:
+    """Wait for each of ``pids`` to exit (a pidfd turns readable at its exit); those still
+    running after ``bound`` seconds, a bound that only keeps a broken program from hanging
+    the suite."""
+    fds = {}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # already gone (and reaped)
+            fds[os.pidfd_open(pid)] = pid
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+        waiting = set(fds)
+        end = time.monotonic() + bound
+        while waiting and (left := end - time.monotonic()) > 0:
+            ready, _, _ = select.select(list(waiting), [], [], left)
+            waiting -= set(ready)
+        return {fds[fd] for fd in waiting}
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 @pytest.mark.slow
@@ -92,25 +113,17 @@ def test_self_play_workers_die_when_kedro_is_killed(pons_project):
         "alphazero.num_generations": 1,
     }
     proc = kedro_cli(pons_project, "run", "--params", cli_params(params), wait=False)
-    deadline = time.monotonic() + 120
-    workers: set[int] = set()
-    while time.monotonic() < deadline and proc.poll() is None:
-        workers = _children(proc.pid)
-        if len(workers) >= 3:  # the progress manager and two pool workers
-            time.sleep(1.0)  # let them finish starting up
-            workers = _children(proc.pid)
-            break
-        time.sleep(0.2)
+    # The progress manager and two pool workers, at whatever point of their start-up: a
+    # worker whose parent is already gone when its initializer runs exits there.
+    workers = _wait_for_children(proc.pid, 3)
     assert proc.poll() is None and len(workers) >= 3, f"no workers seen: {workers}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in workers):
-        time.sleep(0.2)
-    survivors = [p for p in workers if _alive(p)]
+    proc.stdout.close()
+    survivors = _survivors(workers)
     for p in survivors:  # do not leave them behind either way
         os.kill(p, signal.SIGKILL)
-    assert survivors == [], f"workers outlived the killed kedro process by 10 s: {survivors}"
+    assert survivors == set(), f"workers outlived the killed kedro process: {survivors}"
 
 
 # ---------------------------------------------------------------------------
@@ -172,7 +185,7 @@ def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_p
     from connect_zero_pipeline.commands.play import make_server
 
     (tmp_path / "index.html").write_text("<p>hi</p>")
-    server = make_server(tmp_path, 0)
+    server = make_server(tmp_path, 0, idle_timeout=0.5)
     assert server.request_queue_size >= 128
     import threading
 
@@ -181,10 +194,8 @@ def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_p
     host, port = server.server_address
     try:
         with socket.create_connection((host, port), timeout=30) as idle:
-            idle.settimeout(30)
-            start = time.monotonic()
-            assert idle.recv(1) == b""  # the server closed the idle connection
-            assert time.monotonic() - start < 20
+            # The server closes the idle connection (a socket.timeout after 30 s if not).
+            assert idle.recv(1) == b""
         for path in ("/%00", "/..%2f..%2fetc%2fpasswd", "/index.html"):
             with socket.create_connection((host, port), timeout=10) as conn:
                 conn.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())

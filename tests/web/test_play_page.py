@@ -292,7 +292,8 @@ def test_new_games_while_the_agent_thinks_leave_one_clean_game(page, page_url):
     # The agent is searching its opening; restart three times before it answers.
     page.evaluate("for (let i = 0; i < 3; i++) document.querySelector('#new-game').click()")
     turn, moves = _settle(page)
-    page.wait_for_timeout(500)  # any stale reply would land now
+    # Every search has answered, the abandoned games' too: a stale reply has landed by now.
+    page.wait_for_function("document.querySelector('#board').dataset.searches === '0'")
     assert (turn, len(moves)) == ("human", 1)
     assert page.get_attribute("#board", "data-moves") == moves
     assert page.locator(".cell.first, .cell.second").count() == 1

@@ -1,7 +1,7 @@
 """``bench pool``: what keeping the local self-play workers between generations saves.
 
 Three consecutive small generations (64 games, 8 simulations, 16 plies, the
-``tiny`` network) in 2 worker processes, twice: with the processes kept from
+``tiny`` network; ``--quick``: 8 games, 2 simulations, 4 plies) in 2 worker processes, twice: with the processes kept from
 one call to the next (what a ``kedro run`` does) and with them started anew
 for every call (what every generation paid before). Figures: the seconds of
 each call of both series, and the mean saving per generation after the first
@@ -24,7 +24,10 @@ from . import figure
 def run(args) -> Iterator[dict]:
     torch.manual_seed(0)
     model = build_model("tiny")
-    cfg = SelfPlayConfig(num_games=64, sims=8, moves_per_gen=8 if args.quick else 16)
+    if args.quick:  # a smoke run: the process start-ups it measures, little play
+        cfg = SelfPlayConfig(num_games=8, sims=2, moves_per_gen=4)
+    else:
+        cfg = SelfPlayConfig(num_games=64, sims=8, moves_per_gen=16)
     series: dict[str, list[float]] = {}
     for label, fresh in (("kept", False), ("fresh", True)):
         local.close_pools()

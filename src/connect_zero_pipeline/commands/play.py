@@ -42,6 +42,7 @@ from .model_source import (
 from .model_source import CommandError as PlayError
 
 LOOPBACK = "127.0.0.1"
+IDLE_TIMEOUT = 10.0  # seconds the page server keeps an idle connection
 DEFAULT_PAGE_ENTRY = "play_page"
 
 
@@ -108,8 +109,6 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         ".json": "application/json",
     }
 
-    timeout = 10  # seconds an idle connection is kept (then its thread ends)
-
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
@@ -130,13 +129,16 @@ class _PageServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 
-def make_server(directory: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
+def make_server(
+    directory: Path, port: int = 0, idle_timeout: float = IDLE_TIMEOUT
+) -> http.server.ThreadingHTTPServer:
     """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port).
 
-    Idle connections close after :attr:`_PageHandler.timeout` seconds, and a
-    request path that cannot name a file gets ``400`` instead of a traceback.
+    Idle connections close after ``idle_timeout`` seconds, and a request path that
+    cannot name a file gets ``400`` instead of a traceback.
     """
-    handler = functools.partial(_PageHandler, directory=str(directory))
+    handler_class = type("PageHandler", (_PageHandler,), {"timeout": idle_timeout})
+    handler = functools.partial(handler_class, directory=str(directory))
     return _PageServer((LOOPBACK, port), handler)
 
 

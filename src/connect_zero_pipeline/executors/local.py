@@ -50,14 +50,16 @@ from ..core.selfplay import (
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def die_with_parent() -> None:
-    """Process initializer: exit when the parent process dies, whatever kills it.
+def die_with_parent(parent: int) -> None:
+    """Process initializer: exit when process ``parent`` (the one that started this) dies,
+    whatever kills it.
 
     On Linux the kernel sends SIGKILL to this process when its parent exits
     (``prctl(PR_SET_PDEATHSIG)``); elsewhere a daemon thread checks every second
-    whether the parent is gone. If the parent died before this ran, exit now.
+    whether the parent is gone. If the parent died before this ran (this process is
+    then someone else's child), exit now. ``parent`` comes from the parent itself: a pid
+    read here with ``getppid()`` would already be the new parent's.
     """
-    parent = os.getppid()
     armed = False
     if sys.platform.startswith("linux"):
         try:
@@ -75,16 +77,16 @@ def die_with_parent() -> None:
             os._exit(1)
 
         threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
-    if os.getppid() != parent:
+    if os.getppid() != parent:  # checked after arming: no moment is left uncovered
         os._exit(1)
 
 
-def _init_shard_worker() -> None:
-    die_with_parent()
+def _init_shard_worker(parent: int) -> None:
+    die_with_parent(parent)
 
 
-def _init_solver_worker(tt_log2: int) -> None:
-    die_with_parent()
+def _init_solver_worker(parent: int, tt_log2: int) -> None:
+    die_with_parent(parent)
     init_worker_solver(tt_log2)
 
 
@@ -188,9 +190,11 @@ class _ShardPool:
     def __init__(self, workers: int):
         ctx = get_context("spawn")  # spawn: no forked copies of torch's thread pools
         self.manager = SyncManager(ctx=ctx)
-        self.manager.start(die_with_parent)
+        self.manager.start(die_with_parent, (os.getpid(),))
         self.steps = self.manager.Queue()
-        self.pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_shard_worker)
+        self.pool = ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=_init_shard_worker, initargs=(os.getpid(),)
+        )
 
     def drain(self) -> None:
         """Forget progress left in the queue by an interrupted earlier call."""
@@ -253,7 +257,7 @@ class ProcessChunkRunner:
                 self.workers,
                 mp_context=get_context("spawn"),
                 initializer=_init_solver_worker,
-                initargs=(tt_log2,),
+                initargs=(os.getpid(), tt_log2),
             )
             self._tt_log2 = tt_log2
         futures = {

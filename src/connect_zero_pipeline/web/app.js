@@ -46,6 +46,7 @@
     lastCell: null,
     winCells: [],
     token: 0, // bumped by every new game, so a late agent reply is dropped
+    searches: 0, // agent searches still running, a late one of an abandoned game too
   };
 
   // -------------------------------------------------------------------------
@@ -402,11 +403,14 @@
     const token = game.token;
     const mode = $("#agent-mode").value;
     let choice;
+    boardEl.dataset.searches = String(++game.searches);
     try {
       choice = await agentChoose(game.pos, mode);
     } catch (err) {
       setTurn("error", `The agent failed: ${err}`);
       throw err;
+    } finally {
+      boardEl.dataset.searches = String(--game.searches);
     }
     if (token !== game.token) return; // a new game started meanwhile
     showAnalysis(choice);

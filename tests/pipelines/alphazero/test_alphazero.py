@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import mlflow
@@ -9,7 +10,7 @@ import pytest
 from kedro.framework.project import pipelines
 
 from connect_zero_pipeline.runs import known_runs, read_manifest
-from tests.conftest import REPO, mlflow_client, run_kedro, versions
+from tests.conftest import REPO, latest, mlflow_client, run_kedro, versions
 
 TINY = {
     "alphazero.num_generations": 2,
@@ -66,7 +67,19 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
         assert child.info.status == "FINISHED", name
     gen2 = children["gen_002"]
     assert 0.0 <= gen2.data.metrics["solver.acc"] <= 1.0
-    assert gen2.data.metrics["punisher.mcts.win_rate"] >= 0.0
+    # MLflow holds the catalog's figures, and the rates count whole games: 200 against the
+    # punisher, half of them as the first player.
+    evaluated = json.loads(
+        latest(project, "data/08_reporting/gen_002/eval_metrics.json").read_text()
+    )
+    for key in ("solver.acc", "punisher.mcts.win_rate", "punisher.policy.win_rate", "gate.score"):
+        assert gen2.data.metrics[key] == pytest.approx(evaluated[key]), key
+    for agent in ("punisher.policy", "punisher.mcts"):
+        rates = [evaluated[f"{agent}.{outcome}_rate"] for outcome in ("win", "draw", "loss")]
+        assert sum(rates) == pytest.approx(1.0), agent
+        assert all(rate * 200 == pytest.approx(round(rate * 200)) for rate in rates), agent
+        halves = (evaluated[f"{agent}.win_rate_first"] + evaluated[f"{agent}.win_rate_second"]) / 2
+        assert evaluated[f"{agent}.win_rate"] == pytest.approx(halves), agent
     assert gen2.data.metrics["train.loss"] > 0
     assert gen2.data.params["selfplay.sims"] == "4"
     history = client.get_metric_history(parent.info.run_id, "solver.acc")
