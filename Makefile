@@ -65,10 +65,13 @@ resume: setup
 
 comma := ,
 
+# One pytest process per core (pytest-xdist); a module's Ray head or browser stays in one
+# process (--dist loadgroup, tests marked xdist_group). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= auto
 test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check src tests

@@ -28,7 +28,9 @@ from tests.conftest import (
     wait_for_line,
 )
 
-pytestmark = pytest.mark.slow
+# The tests that copy the session's shared finished run share one pytest -n worker, so
+# that the run is made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("finished_run")]
 
 
 def _runs(project: Path) -> list:

@@ -43,6 +43,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+# One browser and one page server for the module: one pytest -n worker runs them all.
+pytestmark = pytest.mark.xdist_group("browser")
 TURN_SETTLED = "['human', 'over', 'error'].includes(document.querySelector('#board').dataset.turn)"
 
 
