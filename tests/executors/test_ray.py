@@ -84,21 +84,21 @@ def ray_address():
     # and a driver reads RAY_AUTH_MODE once, when ray is imported (at collection here).
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)
-    log = open(Path(temp_dir) / "head.log", "w")  # noqa: SIM115 (closed at teardown)
-    head = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    head = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     address = f"127.0.0.1:{port}"
+    output: list[str] = []
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                connect(address, timeout=1.0)  # the production path: check, then ray.init
+        for line in head.stdout:  # `ray start --block` says when its runtime is up
+            output.append(line)
+            if "will now block" in line:
                 break
-            except RayClusterUnreachable:
-                if head.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the test Ray head did not start: {(Path(temp_dir) / 'head.log').read_text()}"
-                    ) from None
-                time.sleep(0.5)
+        else:
+            raise RuntimeError(f"the test Ray head did not start: {''.join(output)}")
+        # The rest of its output is read on, so that a full pipe never stalls the head.
+        threading.Thread(target=output.extend, args=(head.stdout,), daemon=True).start()
+        connect(address, timeout=30.0)  # the production path: check, then ray.init
         yield address
     finally:
         ray.shutdown()
@@ -108,7 +108,6 @@ def ray_address():
         except subprocess.TimeoutExpired:
             head.kill()
             head.wait()
-        log.close()
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

@@ -40,6 +40,7 @@ def _games_table(rows: int, seed: int = 0) -> pd.DataFrame:
     for c, name in enumerate(PI_COLUMNS):
         df[name] = pi[:, c].astype(np.float32)
     df["z"] = torch.randint(-1, 2, (rows,), generator=gen).float().numpy()
+    df["root_value"] = (torch.rand(rows, generator=gen) * 2 - 1).numpy()  # the search's value
     return df
 
 

@@ -1,0 +1,25 @@
+"""``bench train`` prints its figure (a smoke run; benchmarks never assert timings)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from connect_zero_pipeline.bench.train import run
+from connect_zero_pipeline.core.training import TrainConfig
+
+
+def test_bench_train_prints_the_node_against_the_bare_loop(monkeypatch):
+    monkeypatch.setenv("TQDM_DISABLE", "1")  # the bench sets it; restored after the test
+    (line,) = run(argparse.Namespace(quick=True))
+    assert (line["bench"], line["figure"], line["rows"]) == (
+        "train",
+        "train_node_samples_per_s",
+        4000,
+    )
+    assert line["value"] > 0 and line["baseline_value"] > 0
+    assert line["ratio"] == pytest.approx(line["value"] / line["baseline_value"])
+    # Both loops take the recipe's steps: samples per position of the mirrored rows.
+    cfg = TrainConfig()
+    assert line["steps"] == round(cfg.samples_per_position * 2 * 4000 / cfg.batch_size)
