@@ -397,3 +397,58 @@ def test_terminal_leaves_get_exact_values_and_no_network_call():
     # The network saw the root plus every non-terminal new node, nothing else:
     assert sum(seen) == 1 + int(created.sum()) - int(terminal.sum())
     assert int(created.sum()) < 15  # most simulations re-visit the terminal node
+
+
+# ---------------------------------------------------------------------------
+# The search without host synchronisation (the default off the CPU)
+# ---------------------------------------------------------------------------
+
+SYNC_OPS = {"aten::item", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::nonzero"}
+"""Calls that read a device value on the host: each is a synchronisation on CUDA."""
+
+
+def host_syncs(fn) -> int:
+    """How many :data:`SYNC_OPS` ``fn()`` calls (torch.profiler, on the CPU)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(e.count for e in prof.key_averages() if e.key in SYNC_OPS)
+
+
+def _mixed_batch() -> State:
+    positions = random_positions(24, 34, seed=8)
+    finished = state_from_moves(["1212121"])
+    return State(*(torch.cat([a, b]) for a, b in zip(positions, finished, strict=True)))
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_without_host_sync_the_tree_is_the_same(kind):
+    state = _mixed_batch()
+    cfg = MCTSConfig(sims=40, search=kind, dirichlet_eps=0.25 if kind == "puct" else 0.0)
+    gumbel = -torch.log(-torch.log(torch.rand(25, 7, generator=torch.Generator().manual_seed(1))))
+    runs = [
+        search(state, pure_fn, cfg, torch.Generator().manual_seed(2), gumbel=gumbel,
+               host_sync=host_sync)
+        for host_sync in (True, False)
+    ]  # fmt: skip
+    synced, free = runs
+    assert torch.equal(synced.visit_counts, free.visit_counts)
+    assert torch.equal(synced.root_value, free.root_value)
+    if kind == "gumbel":
+        assert torch.equal(synced.policy, free.policy) and torch.equal(synced.action, free.action)
+    n = synced.tree.num_nodes  # every real node and UNVISITED, ILLEGAL (TRASH takes extras)
+    for field in ("visits", "parent", "action", "children", "prior", "position", "expandable"):
+        a, b = getattr(synced.tree, field)[:, :n], getattr(free.tree, field)[:, :n]
+        assert torch.equal(a, b), field
+    assert torch.equal(synced.tree.value_sum[:, :n], free.tree.value_sum[:, :n])
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_without_host_sync_the_search_never_reads_the_device(kind):
+    state = _mixed_batch()
+    for sims in (8, 32):
+        cfg = MCTSConfig(sims=sims, search=kind)
+        assert host_syncs(lambda cfg=cfg: search(state, pure_fn, cfg, host_sync=False)) == 0
+    # The counter sees them: the CPU's default reads at every level and compacts leaves.
+    assert host_syncs(lambda: search(state, pure_fn, MCTSConfig(sims=8, search=kind))) > 8

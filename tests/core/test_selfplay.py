@@ -267,3 +267,19 @@ def test_gumbel_self_play_trains_on_the_improved_policy_and_shards_alike():
     assert merge_shards(parts).equals(whole)
     # Another seed, other Gumbel noise: other games.
     assert not self_play(dataclasses.replace(cfg, seed=8), pure_fn, generation=2).equals(whole)
+
+
+@pytest.mark.parametrize("search", ["puct", "gumbel"])
+def test_the_restructured_search_plays_the_same_games(search):
+    """Generation 1 of a tiny run, as the search before its restructuring played it
+    (tests/data/selfplay/README.md): the same games, move for move, the same targets."""
+    from tests.conftest import REPO
+
+    cfg = SelfPlayConfig(num_games=16, sims=8, moves_per_gen=12, search=search, backend="torch")
+    before = pd.read_parquet(REPO / "tests/data/selfplay" / f"gen_001_{search}.parquet")
+    now = self_play(cfg, pure_fn, generation=1)
+    games = ["generation", "game", "ply", "position", "mask", "action"]
+    pd.testing.assert_frame_equal(now[games], before[games], check_exact=True)
+    # Floats: bit-identical on the machine that made the file; a tolerance for another
+    # CPU's vectorised exp/tanh, which may round the last bit differently.
+    pd.testing.assert_frame_equal(now, before, check_exact=False, rtol=1e-6, atol=1e-7)

@@ -26,10 +26,15 @@ the sign once per level.
 
 The slow per-node reference with the same rules is :mod:`.search_reference`.
 
-One simulation, for all games together: descend with PUCT until the chosen
-edge is unexpanded or leads to a terminal node (a per-game "still
-descending" flag; at most 42 levels) -> one network call on the new
-non-terminal leaves only -> expand -> back up. Terminal leaves get their exact
+One simulation, for all games together, is three steps of :class:`_Search`
+(the shape of mctx's loop): ``select`` descends with a selection rule passed in
+as a function (:func:`puct_rule`, :func:`gumbel_rule`) until the chosen edge is
+unexpanded or leads to a terminal node (a per-game "still descending" flag; at
+most 42 levels), ``expand`` makes the new node with one network call for the
+batch, ``backup`` adds the leaf's value up to the root. ``host_sync`` (on the
+CPU by default) lets the loop read device values to stop early and evaluate
+only the leaves that need the network; without it the loop has no host
+synchronisation and fixed shapes (see :class:`_Search`). Terminal leaves get their exact
 value and no network call: draw 0, loss ``-win_value(ply, win_decay)`` for the
 side to move (``-1`` when ``win_decay`` is 0; quicker wins are worth more otherwise).
 
@@ -42,6 +47,7 @@ Shapes: B games, S slots per tree, A = 7 actions, K gamma candidates.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -233,16 +239,199 @@ def _masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return torch.softmax(logits.float().masked_fill(~legal, float("-inf")), dim=1)
 
 
-def _evaluate(evaluate_fn: EvaluateFn, position, mask, idx: torch.Tensor, legal: torch.Tensor):
-    """Network priors ``[M, 7]`` and values ``[M]`` for the rows ``idx`` ``[M]`` of a batch."""
-    boards = to_boards(State(position[idx], mask[idx], mask[idx]))  # (M, 6, 7)
+def _evaluate(evaluate_fn: EvaluateFn, position, mask, legal: torch.Tensor):
+    """Network priors ``[M, 7]`` and values ``[M]`` of ``M`` positions."""
+    boards = to_boards(State(position, mask, mask))  # (M, 6, 7)
     logits, value = evaluate_fn(boards)
-    if logits.shape != (idx.numel(), WIDTH) or value.shape != (idx.numel(),):
+    m = position.shape[0]
+    if logits.shape != (m, WIDTH) or value.shape != (m,):
         raise ValueError(
-            f"evaluate_fn must return logits [M, 7] and value [M] for M={idx.numel()} boards, "
+            f"evaluate_fn must return logits [M, 7] and value [M] for M={m} boards, "
             f"got {tuple(logits.shape)} and {tuple(value.shape)}"
         )
-    return _masked_softmax(logits, legal[idx]), value.float()
+    return _masked_softmax(logits, legal), value.float()
+
+
+class Level(NamedTuple):
+    """One level of the descent as a selection rule sees it: a row per game."""
+
+    node: torch.Tensor  # [B] flat index of each game's current node
+    at_root: torch.Tensor  # [B] bool: that node is the game's root
+    depth: int  # levels descended so far (0: every game is at its root)
+    sim: int  # the simulation, 1..sims
+    children: torch.Tensor  # [B, 7] flat child indices
+    q: torch.Tensor  # [B, 7] children's mean values, node's view (-inf illegal, 0 unvisited)
+    visits: torch.Tensor  # [B, 7] children's visit counts
+
+
+SelectFn = Callable[[Level], torch.Tensor]
+"""A selection rule: a :class:`Level` -> the ``[B] int64`` action of every game."""
+
+
+class _Search:
+    """The tensor tree of one batched search and its three steps (module docstring).
+
+    ``host_sync``: the host may read device values inside the loop, to stop the
+    descent as soon as every game has stopped and to evaluate only the leaves that
+    need the network (compacted rows). Without it (the default off the CPU, where
+    each read is a device-to-host synchronisation) the descent runs a bound the host
+    knows, ``min(sim - 1, 42)`` levels (no node is deeper before simulation ``sim``),
+    the backup as many, and every game's leaf is evaluated, the unneeded rows masked
+    out: a fixed number of tensor ops of fixed shapes per simulation. Both give the
+    same tree: extra levels re-select the edge a stopped game already chose, and extra
+    backups land in TRASH.
+    """
+
+    def __init__(self, state: State, cfg: MCTSConfig, host_sync: bool):
+        dev = state.device
+        B, N = state.batch_size, cfg.sims + 1
+        S = N + NUM_SENTINELS
+        self.cfg, self.host_sync, self.B, self.N = cfg, host_sync, B, N
+        self.base = torch.arange(B, device=dev) * S  # (B,) flat index of each game's root
+        self.unvisited = self.base + N + UNVISITED_OFFSET
+        self.illegal = self.base + N + ILLEGAL_OFFSET
+        self.trash = self.base + N + TRASH_OFFSET
+        # stats[..., 0] = visits, stats[..., 1] = value sum: one gather/scatter serves both.
+        self.stats = torch.zeros(B, S, 2, device=dev)
+        self.stats[:, N + ILLEGAL_OFFSET, 1] = float("-inf")
+        self.parent = self.trash.unsqueeze(1).repeat(1, S)  # (B, S)
+        self.action = torch.full((B, S), -1, dtype=torch.int64, device=dev)
+        self.children = self.trash.view(B, 1, 1).repeat(1, S, WIDTH)  # (B, S, 7)
+        self.prior = torch.zeros(B, S, WIDTH, device=dev)
+        self.position = torch.zeros(B, S, dtype=torch.int64, device=dev)
+        self.mask = torch.zeros(B, S, dtype=torch.int64, device=dev)
+        self.expandable = torch.zeros(B, S, dtype=torch.bool, device=dev)
+        self.raw_value = torch.zeros(B, S, device=dev)
+        self.ply = torch.zeros(B, S, dtype=torch.int64, device=dev)  # stones on each board
+        self.stats_f = self.stats.view(B * S, 2)
+        self.children_f = self.children.view(B * S, WIDTH)
+        self.prior_f = self.prior.view(B * S, WIDTH)
+        self.parent_f, self.raw_value_f = self.parent.view(-1), self.raw_value.view(-1)
+        self.expandable_f, self.ply_f = self.expandable.view(-1), self.ply.view(-1)
+        self.ones = torch.ones(B, device=dev)
+
+    def evaluate(self, slot: int, evaluate_fn: EvaluateFn, rows, position, mask, legal):
+        """Priors and values of node ``slot`` for the games of ``rows [B] bool``."""
+        if self.host_sync:
+            idx = rows.nonzero().squeeze(1)  # (M,)
+            if idx.numel():
+                p, v = _evaluate(evaluate_fn, position[idx], mask[idx], legal[idx])
+                self.prior[idx, slot], self.raw_value[idx, slot] = p, v
+            return
+        p, v = _evaluate(evaluate_fn, position, mask, legal)  # every game, then masked
+        self.prior[:, slot] = torch.where(rows.unsqueeze(1), p, self.prior[:, slot])
+        self.raw_value[:, slot] = torch.where(rows, v, self.raw_value[:, slot])
+
+    def select(self, select_fn: SelectFn, sim: int):
+        """Descend every game from its root until its edge is unexpanded or leads to a
+        terminal node; a game that stopped re-selects the same edge at later levels.
+        Returns ``(node [B], action [B], child [B], levels)``."""
+        cur = self.base
+        bound = NUM_CELLS if self.host_sync else min(sim - 1, NUM_CELLS)
+        levels = 0  # depth of `cur` when every game has stopped
+        while True:
+            ch = self.children_f[cur]  # (B, 7) flat child indices
+            st = self.stats_f[ch]  # (B, 7, 2)
+            n_child, w_child = st[..., 0], st[..., 1]
+            q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
+            a = select_fn(Level(cur, cur == self.base, levels, sim, ch, q, n_child))
+            nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
+            go = self.expandable_f[nxt]  # (B,)
+            if levels == bound or (self.host_sync and not bool(go.any())):
+                return cur, a, nxt, levels
+            cur = torch.where(go, nxt, cur)
+            levels += 1
+
+    def expand(self, sim: int, evaluate_fn: EvaluateFn, cur, a, nxt) -> torch.Tensor:
+        """Unexpanded edges become node ``sim`` (other games write garbage into slot
+        ``sim`` of their own tree, which nothing links to); returns each game's leaf."""
+        expand = nxt == self.unvisited  # (B,)
+        step = play(
+            State(self.position.view(-1)[cur], self.mask.view(-1)[cur], self.ply_f[cur]),
+            a,
+            validate=False,
+        )
+        new_pos, new_mask = step.state.position, step.state.mask
+        self.position[:, sim], self.mask[:, sim] = new_pos, new_mask
+        self.parent[:, sim], self.action[:, sim] = cur, a
+        new_legal = legal_mask(step.state)  # (B, 7)
+        self.children[:, sim] = torch.where(
+            new_legal, self.unvisited.unsqueeze(1), self.illegal.unsqueeze(1)
+        )
+        self.expandable[:, sim] = ~step.done
+        self.ply[:, sim] = step.state.ply
+        # exact: the side to move has lost (or drawn, 0)
+        self.raw_value[:, sim] = -step.reward * win_value(self.ply[:, sim], self.cfg.win_decay)
+        self.evaluate(sim, evaluate_fn, expand & ~step.done, new_pos, new_mask, new_legal)
+        new = self.base + sim
+        self.children_f.view(-1)[cur * WIDTH + a] = torch.where(expand, new, nxt)
+        return torch.where(expand, new, nxt)
+
+    def backup(self, leaf: torch.Tensor, levels: int) -> None:
+        """From the leaf up through the root into TRASH; the sign flips at every level."""
+        val = -self.raw_value_f[leaf]  # view of the player who moved into the leaf
+        upd = (torch.stack([self.ones, val], 1), torch.stack([self.ones, -val], 1))  # (B, 2)
+        node = leaf
+        for level in range(levels + 2):
+            self.stats_f.index_add_(0, node, upd[level & 1])
+            node = self.parent_f[node]
+
+    def tree(self) -> Tree:
+        s = self
+        return Tree(
+            s.stats[..., 0], s.stats[..., 1], s.parent, s.action, s.children, s.prior,
+            s.position, s.mask, s.expandable, s.raw_value, s.N,
+        )  # fmt: skip
+
+
+def puct_rule(tree: _Search) -> SelectFn:
+    """AlphaZero's PUCT: ``argmax_a Q + c_puct * P * sqrt(N_node) / (1 + N_child)``
+    (ties: the lowest column)."""
+    c_puct = tree.cfg.c_puct
+
+    def select(level: Level) -> torch.Tensor:
+        node = level.node
+        u = tree.prior_f[node].mul_(tree.stats_f[node, 0].sqrt_().mul_(c_puct).unsqueeze(1))
+        return torch.addcdiv(level.q, u, level.visits + 1.0).argmax(1)
+
+    return select
+
+
+class GumbelRoot(NamedTuple):
+    """What Gumbel search fixes at the root before the first simulation."""
+
+    noise: torch.Tensor  # [B, 7] Gumbel(0, 1) (zeros: the greedy agent)
+    logits: torch.Tensor  # [B, 7] the root's prior logits
+    considered: torch.Tensor  # [B, 7] bool: the Gumbel-Top-k sample
+    num_considered: torch.Tensor  # [B] int64
+    schedule: torch.Tensor  # [m + 1, sims] Sequential Halving's visit schedule
+
+
+def gumbel_rule(tree: _Search, root: GumbelRoot) -> SelectFn:
+    """Gumbel search (:mod:`.gumbel`): Sequential Halving at a game's root, the
+    deterministic ``pi' - N / (1 + sum N)`` rule below it. A game that stopped at its
+    root keeps choosing the same root edge at later levels."""
+    cfg = tree.cfg
+
+    def select(level: Level) -> torch.Tensor:
+        legal_c = level.children != tree.illegal.unsqueeze(1)  # (B, 7)
+        q = torch.where(legal_c, level.q, torch.zeros_like(level.q))  # ILLEGAL's -inf out
+        value = tree.raw_value_f[level.node]  # (B,)
+        inner = None
+        # At depth 0 every game is at its root; deeper, the host looks only if it may.
+        if level.depth > 0 and not (tree.host_sync and bool(level.at_root.all())):
+            logits = tree.prior_f[level.node].clamp_min(1e-30).log()  # (B, 7)
+            node = G.NodeStats(logits, legal_c, q, level.visits, value)
+            inner = G.interior_action(node, cfg.c_visit, cfg.c_scale)
+            if tree.host_sync and not bool(level.at_root.any()):
+                return inner
+        at_root = G.NodeStats(root.logits, legal_c, q, level.visits, value)
+        scores = G.root_scores(root.noise, at_root, cfg.c_visit, cfg.c_scale)
+        needed = root.schedule[root.num_considered, level.sim - 1]  # (B,)
+        picked = G.root_action(scores, root.considered, level.visits, needed)
+        return picked if inner is None else torch.where(level.at_root, picked, inner)
+
+    return select
 
 
 def search(
@@ -252,8 +441,9 @@ def search(
     generator: torch.Generator | None = None,
     root_noise: torch.Tensor | None = None,
     gumbel: torch.Tensor | None = None,
+    host_sync: bool | None = None,
 ) -> SearchResult:
-    """Run ``config.sims`` simulations of PUCT MCTS from every position of ``state``.
+    """Run ``config.sims`` simulations of batched MCTS from every position of ``state``.
 
     Args:
         state: ``[B]`` positions on one device; finished games are allowed (no-op).
@@ -266,6 +456,9 @@ def search(
             per-game streams), mixed in with weight ``dirichlet_eps``.
         gumbel: ``config.search == "gumbel"``: optional ``[B, 7]`` Gumbel(0, 1)
             noise of the root's action sampling (None: no noise, the greedy agent).
+        host_sync: whether the loop may read device values on the host (see
+            :class:`_Search`); None: on the CPU only, where a read costs nothing and
+            stopping early and compacting save work. The results are the same.
 
     Returns:
         :class:`SearchResult`: root ``visit_counts [B, 7] int32`` summing to
@@ -275,46 +468,19 @@ def search(
     """
     cfg = config or MCTSConfig()
     dev = state.device
-    B, N = state.batch_size, cfg.sims + 1
-    S = N + NUM_SENTINELS
-    base = torch.arange(B, device=dev) * S  # (B,) flat index of each game's root
-    unvisited, illegal, trash = (
-        base + N + UNVISITED_OFFSET,
-        base + N + ILLEGAL_OFFSET,
-        base + N + TRASH_OFFSET,
-    )
-
-    # stats[..., 0] = visits, stats[..., 1] = value sum: one gather/scatter serves both.
-    stats = torch.zeros(B, S, 2, device=dev)
-    stats[:, N + ILLEGAL_OFFSET, 1] = float("-inf")
-    parent = trash.unsqueeze(1).repeat(1, S)  # (B, S)
-    action = torch.full((B, S), -1, dtype=torch.int64, device=dev)
-    children = trash.view(B, 1, 1).repeat(1, S, WIDTH)  # (B, S, 7)
-    prior = torch.zeros(B, S, WIDTH, device=dev)
-    position = torch.zeros(B, S, dtype=torch.int64, device=dev)
-    mask = torch.zeros(B, S, dtype=torch.int64, device=dev)
-    expandable = torch.zeros(B, S, dtype=torch.bool, device=dev)
-    raw_value = torch.zeros(B, S, device=dev)
-    ply = torch.zeros(B, S, dtype=torch.int64, device=dev)  # stones on each node's board
-    stats_f, children_f, prior_f = (
-        stats.view(B * S, 2),
-        children.view(B * S, WIDTH),
-        prior.view(B * S, WIDTH),
-    )
-    parent_f, expandable_f, raw_value_f = parent.view(-1), expandable.view(-1), raw_value.view(-1)
-    ply_f = ply.view(-1)
+    B = state.batch_size
+    if host_sync is None:
+        host_sync = dev.type == "cpu"
+    t = _Search(state, cfg, host_sync)
 
     # Root: evaluate live games, add noise, expand. A finished root keeps TRASH children.
-    position[:, ROOT_INDEX], mask[:, ROOT_INDEX] = state.position, state.mask
-    ply[:, ROOT_INDEX] = state.ply
+    t.position[:, ROOT_INDEX], t.mask[:, ROOT_INDEX] = state.position, state.mask
+    t.ply[:, ROOT_INDEX] = state.ply
     finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
     live = ~finished
     legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
-    idx = live.nonzero().squeeze(1)  # (M,)
-    root_prior = torch.zeros(B, WIDTH, device=dev)
-    if idx.numel():
-        p, v = _evaluate(evaluate_fn, state.position, state.mask, idx, legal)
-        root_prior[idx], raw_value[idx, ROOT_INDEX] = p, v
+    t.evaluate(ROOT_INDEX, evaluate_fn, live, state.position, state.mask, legal)
+    root_prior = t.prior[:, ROOT_INDEX]
     if cfg.dirichlet_eps > 0 and cfg.search == "puct":
         noise = (
             root_noise
@@ -325,14 +491,14 @@ def search(
             raise ValueError(f"root_noise must be [B, 7] = [{B}, 7], got {tuple(noise.shape)}")
         noise = noise.to(root_prior) * legal  # (B, 7)
         root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * noise
-    prior[:, ROOT_INDEX] = root_prior
-    children[:, ROOT_INDEX] = torch.where(
-        legal, unvisited.unsqueeze(1), torch.where(live, illegal, trash).unsqueeze(1)
+        t.prior[:, ROOT_INDEX] = root_prior
+    t.children[:, ROOT_INDEX] = torch.where(
+        legal, t.unvisited.unsqueeze(1), torch.where(live, t.illegal, t.trash).unsqueeze(1)
     )
-    expandable[:, ROOT_INDEX] = live
-    stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
-    stats[:, ROOT_INDEX, 1] = -raw_value[:, ROOT_INDEX]
-    ones = torch.ones(B, device=dev)
+    t.expandable[:, ROOT_INDEX] = live
+    t.stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
+    t.stats[:, ROOT_INDEX, 1] = -t.raw_value[:, ROOT_INDEX]
+    root = None
     if cfg.search == "gumbel":
         g_noise = torch.zeros(B, WIDTH, device=dev) if gumbel is None else gumbel.to(root_prior)
         if g_noise.shape != (B, WIDTH):
@@ -340,105 +506,28 @@ def search(
         root_logits = root_prior.clamp_min(1e-30).log()  # (B, 7); softmax-invariant shift
         considered, num_considered = G.top_m(g_noise, root_logits, legal, cfg.gumbel_num_actions)
         schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, dev)  # (m + 1, sims)
+        root = GumbelRoot(g_noise, root_logits, considered, num_considered, schedule)
+        select_fn = gumbel_rule(t, root)
+    else:
+        select_fn = puct_rule(t)
 
-    for sim in range(1, N):
-        # 1. Selection: all games descend together; a game stops (and then
-        #    recomputes the same edge each level) once its edge is unexpanded
-        #    or leads to a terminal node.
-        cur = base
-        levels = 0  # depth of `cur` when every game has stopped
-        while True:
-            ch = children_f[cur]  # (B, 7) flat child indices
-            st = stats_f[ch]  # (B, 7, 2)
-            n_child, w_child = st[..., 0], st[..., 1]
-            q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
-            if cfg.search == "gumbel":
-                a = _gumbel_select(cfg, cur == base, sim, cur, ch, q, n_child, prior_f, raw_value_f,
-                                   illegal, g_noise, root_logits, considered, num_considered,
-                                   schedule)  # fmt: skip
-            else:
-                u = prior_f[cur].mul_(stats_f[cur, 0].sqrt_().mul_(cfg.c_puct).unsqueeze(1))
-                a = torch.addcdiv(q, u, n_child + 1.0).argmax(1)  # (B,) ties -> lowest column
-            nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
-            go = expandable_f[nxt]  # (B,)
-            if levels == NUM_CELLS or not bool(go.any()):
-                break
-            cur = torch.where(go, nxt, cur)
-            levels += 1
+    for sim in range(1, t.N):
+        cur, a, nxt, levels = t.select(select_fn, sim)
+        leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
+        t.backup(leaf, levels)
 
-        # 2. Expansion of unexpanded edges into node `sim`; other games write
-        #    garbage into slot `sim` of their own tree, which nothing links to.
-        expand = nxt == unvisited  # (B,)
-        step = play(
-            State(position.view(-1)[cur], mask.view(-1)[cur], ply_f[cur]), a, validate=False
-        )
-        new_pos, new_mask = step.state.position, step.state.mask
-        position[:, sim], mask[:, sim] = new_pos, new_mask
-        parent[:, sim], action[:, sim] = cur, a
-        new_legal = legal_mask(step.state)  # (B, 7)
-        children[:, sim] = torch.where(new_legal, unvisited.unsqueeze(1), illegal.unsqueeze(1))
-        expandable[:, sim] = ~step.done
-        ply[:, sim] = step.state.ply
-        # exact: the side to move has lost (or drawn, 0)
-        raw_value[:, sim] = -step.reward * win_value(ply[:, sim], cfg.win_decay)
-        need = expand & ~step.done
-        idx = need.nonzero().squeeze(1)  # (M,) leaves that need the network
-        if idx.numel():
-            p, v = _evaluate(evaluate_fn, new_pos, new_mask, idx, new_legal)
-            prior[idx, sim], raw_value[idx, sim] = p, v
-        new = base + sim
-        children_f.view(-1)[cur * WIDTH + a] = torch.where(expand, new, nxt)
-
-        # 3. Backup from the leaf (new node, or an existing terminal node) up
-        #    through the root into TRASH; the sign flips at every level.
-        leaf = torch.where(expand, new, nxt)  # (B,)
-        val = -raw_value_f[leaf]  # view of the player who moved into the leaf
-        upd = (torch.stack([ones, val], 1), torch.stack([ones, -val], 1))  # (B, 2) each
-        node = leaf
-        for level in range(levels + 2):
-            stats_f.index_add_(0, node, upd[level & 1])
-            node = parent_f[node]
-
-    tree = Tree(
-        stats[..., 0], stats[..., 1], parent, action, children, prior,
-        position, mask, expandable, raw_value, N,
-    )  # fmt: skip
-    root_children = children[:, ROOT_INDEX]  # (B, 7)
-    counts = stats_f[root_children, 0] * legal  # (B, 7)
-    root_value = torch.where(live, -stats[:, ROOT_INDEX, 1] / stats[:, ROOT_INDEX, 0], 0.0)
-    if cfg.search != "gumbel":
-        return SearchResult(counts.round().to(torch.int32), root_value, tree)
-    w_root = stats_f[root_children, 1]  # (B, 7)
+    root_children = t.children[:, ROOT_INDEX]  # (B, 7)
+    counts = t.stats_f[root_children, 0] * legal  # (B, 7)
+    root_value = torch.where(live, -t.stats[:, ROOT_INDEX, 1] / t.stats[:, ROOT_INDEX, 0], 0.0)
+    if root is None:
+        return SearchResult(counts.round().to(torch.int32), root_value, t.tree())
+    w_root = t.stats_f[root_children, 1]  # (B, 7)
     q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
-    v_root = raw_value[:, ROOT_INDEX]
-    node = G.NodeStats(root_logits, legal, q_root, counts, v_root)
+    node = G.NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
     policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
-    scores = G.root_scores(g_noise, node, cfg.c_visit, cfg.c_scale)
-    action = G.final_action(scores, considered, counts)
-    return SearchResult(counts.round().to(torch.int32), root_value, tree, policy, action)
-
-
-def _gumbel_select(cfg, at_root, sim, cur, ch, q, n_child, prior_f, raw_value_f, illegal,
-                   g_noise, root_logits, considered, num_considered, schedule):  # fmt: skip
-    """One level of Gumbel selection for all games: Sequential Halving for the games whose
-    ``cur`` is their root (``at_root [B] bool``; a game that stopped descending stays there
-    and must keep choosing the same edge), the deterministic ``pi' - N / (1 + sum N)`` rule
-    below it (:mod:`.gumbel`)."""
-    legal_c = ch != illegal.unsqueeze(1)  # (B, 7)
-    q = torch.where(legal_c, q, torch.zeros_like(q))  # ILLEGAL's -inf out of the sums
-    value = raw_value_f[cur]  # (B,)
-    inner = None
-    if not bool(at_root.all()):  # the first level has every game at its root: no interior rule
-        logits = prior_f[cur].clamp_min(1e-30).log()  # (B, 7)
-        node = G.NodeStats(logits, legal_c, q, n_child, value)
-        inner = G.interior_action(node, cfg.c_visit, cfg.c_scale)
-        if not bool(at_root.any()):
-            return inner
-    root = G.NodeStats(root_logits, legal_c, q, n_child, value)
-    scores = G.root_scores(g_noise, root, cfg.c_visit, cfg.c_scale)
-    needed = schedule[num_considered, sim - 1]  # (B,)
-    picked = G.root_action(scores, considered, n_child, needed)
-    return picked if inner is None else torch.where(at_root, picked, inner)
+    scores = G.root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
+    action = G.final_action(scores, root.considered, counts)
+    return SearchResult(counts.round().to(torch.int32), root_value, t.tree(), policy, action)
 
 
 class MCTSPlayer:
