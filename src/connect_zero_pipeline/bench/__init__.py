@@ -24,6 +24,7 @@ BENCHES = {
     "onnx": "connect_zero_pipeline.bench.onnx:run",
     "scale": "connect_zero_pipeline.bench.scale:run",
     "pool": "connect_zero_pipeline.bench.pool:run",
+    "selfplay": "connect_zero_pipeline.bench.selfplay:run",
 }
 
 
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", choices=[*BENCHES, "all"], help="which benchmark to run")
     parser.add_argument("--file", help="input file (solver: a Pons benchmark file)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--model", help="selfplay: the network preset (default: tiny)")
     parser.add_argument(
         "--generated",
         action="store_true",

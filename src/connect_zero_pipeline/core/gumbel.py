@@ -68,8 +68,12 @@ def considered_visits(num_considered: int, sims: int) -> tuple[int, ...]:
     return tuple(schedule[:sims])
 
 
+@lru_cache(maxsize=64)
 def schedule_table(max_considered: int, sims: int, device) -> torch.Tensor:
-    """``[max_considered + 1, sims] int64``: row ``m`` is :func:`considered_visits` ``(m, sims)``."""
+    """``[max_considered + 1, sims] int64``: row ``m`` is :func:`considered_visits` ``(m, sims)``.
+
+    Made once per arguments (a copy to the device each search would wait for the host);
+    read-only."""
     rows = [[0] * sims] + [list(considered_visits(m, sims)) for m in range(1, max_considered + 1)]
     return torch.tensor(rows, dtype=torch.int64, device=device)
 
