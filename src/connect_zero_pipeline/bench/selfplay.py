@@ -12,8 +12,8 @@ self-play-like positions, then the chosen moves are played. For each ``B`` and
 - ``host_sync=False``: a host-known number of levels, every leaf evaluated
   (the default off the CPU).
 
-Figures per ``(B, sims, host_sync)``: ``positions_per_s`` (games moved per
-second, best of ``repeats``), ``evals_per_s`` (boards through the network per
+Figures per ``(B, sims, host_sync)``, from one timed move after a profiled
+warm-up move: ``positions_per_s`` (games moved per second), ``evals_per_s`` (boards through the network per
 second), ``host_syncs_per_move`` and ``aten_ops_per_move`` (counted with
 ``torch.profiler``: the calls of ``aten::item``, ``aten::is_nonzero``,
 ``aten::_local_scalar_dense`` and ``aten::nonzero``, each a device-to-host
@@ -60,7 +60,7 @@ def run(args) -> Iterator[dict]:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     sizes = (32, 128) if quick else (512, 4096, 16384)
     sims_list = (8,) if quick else (16, 64)
-    repeats = 1 if quick else 2
+    repeats = 1  # after the profiled warm-up; B = 16384 moves take a minute on a CPU
     preset = getattr(args, "model", None) or "tiny"
     if device.type == "cpu":
         torch.set_num_threads(DEFAULT_NUM_THREADS)  # as self_play runs the recipe
@@ -88,7 +88,7 @@ def run(args) -> Iterator[dict]:
                     result = search(roots, evaluate_fn, cfg, host_sync=host_sync)
                     return play(roots, result.action, validate=False), result
 
-                move()  # warm-up: allocator, kernels
+                syncs, ops = _counts(move)  # also the warm-up: allocator, kernels
                 sync()
                 best = float("inf")
                 for _ in range(repeats):
@@ -107,7 +107,6 @@ def run(args) -> Iterator[dict]:
                 else:
                     tree = result.tree
                     per_slot = sum(t.nbytes for t in tree[:-1]) / batch
-                syncs, ops = _counts(move)
                 extra = {"batch": batch, "sims": sims, "host_sync": host_sync,
                          "device": device.type, "model": preset}  # fmt: skip
                 yield figure("selfplay", "positions_per_s", batch / best, unit="1/s", **extra)
