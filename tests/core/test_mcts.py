@@ -8,6 +8,7 @@ import functools
 import pytest
 import torch
 
+from connect_zero_pipeline.bench.selfplay import count_ops
 from connect_zero_pipeline.core.bitboard import (
     BOARD_MASK,
     WIDTH,
@@ -403,17 +404,9 @@ def test_terminal_leaves_get_exact_values_and_no_network_call():
 # The search without host synchronisation (the default off the CPU)
 # ---------------------------------------------------------------------------
 
-SYNC_OPS = {"aten::item", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::nonzero"}
-"""Calls that read a device value on the host: each is a synchronisation on CUDA."""
-
 
 def host_syncs(fn) -> int:
-    """How many :data:`SYNC_OPS` ``fn()`` calls (torch.profiler, on the CPU)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        fn()
-    return sum(e.count for e in prof.key_averages() if e.key in SYNC_OPS)
+    return count_ops(fn)[0]
 
 
 def _mixed_batch() -> State:

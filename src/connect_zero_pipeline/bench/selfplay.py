@@ -42,14 +42,15 @@ from . import figure
 from .mcts import _roots
 
 SYNC_OPS = ("aten::item", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::nonzero")
+"""Calls that read a device value on the host: each is a synchronisation on CUDA."""
 
 
-def _counts(move) -> tuple[int, int]:
-    """``(host syncs, aten ops)`` of one call of ``move`` (torch.profiler)."""
+def count_ops(fn) -> tuple[int, int]:
+    """``(host syncs, aten ops)`` of one call of ``fn()`` (torch.profiler, on the CPU)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        move()
+        fn()
     events = prof.key_averages()
     syncs = sum(e.count for e in events if e.key in SYNC_OPS)
     return syncs, sum(e.count for e in events if e.key.startswith("aten::"))
@@ -88,7 +89,7 @@ def run(args) -> Iterator[dict]:
                     result = search(roots, evaluate_fn, cfg, host_sync=host_sync)
                     return play(roots, result.action, validate=False), result
 
-                syncs, ops = _counts(move)  # also the warm-up: allocator, kernels
+                syncs, ops = count_ops(move)  # also the warm-up: allocator, kernels
                 sync()
                 best = float("inf")
                 for _ in range(repeats):
