@@ -207,6 +207,38 @@ def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_p
         server.server_close()
 
 
+def test_the_play_server_cuts_a_trickled_request_and_ignores_clients_that_leave(tmp_path, capsys):
+    import threading
+
+    from connect_zero_pipeline.commands.play import make_server
+
+    (tmp_path / "index.html").write_text("<p>hi</p>")
+    server = make_server(tmp_path, 0, idle_timeout=0.5)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        # A header line every 0.2 s restarts the socket timeout each time; the whole request
+        # still has 0.5 s. The client waits up to 0.2 s for the close between two lines.
+        with socket.create_connection(server.server_address, timeout=30) as slow:
+            slow.sendall(b"GET /index.html HTTP/1.1\r\n")
+            for sent in range(1, 51):
+                if select.select([slow], [], [], 0.2)[0]:
+                    break
+                slow.sendall(f"X-Line-{sent}: trickle\r\n".encode())
+            assert slow.recv(64) == b"", "the server answered or kept the connection"
+        assert sent < 50  # cut off after a few lines, not after all 50 (10 s)
+        # A client that goes away is no error; anything else still is.
+        for error, reported in ((BrokenPipeError(), False), (ConnectionResetError(), False),
+                                (ValueError("a bug"), True)):  # fmt: skip
+            try:
+                raise error
+            except Exception:
+                server.handle_error(None, ("127.0.0.1", 1))
+            assert ("Traceback" in capsys.readouterr().err) == reported, error
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_play_rejects_a_bad_port_and_a_table_as_a_model(pons_project):
     res = subprocess.run(
         [sys.executable, "-m", "connect_zero_pipeline", "play", "--web", "--port", "99999"],

@@ -24,9 +24,12 @@ the catalog entry ``play_page``, written by ``kedro run --pipelines=export``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import http.server
+import socket
 import sys
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -42,7 +45,9 @@ from .model_source import (
 from .model_source import CommandError as PlayError
 
 LOOPBACK = "127.0.0.1"
-IDLE_TIMEOUT = 10.0  # seconds the page server keeps an idle connection
+IDLE_TIMEOUT = 10.0
+"""Seconds the page server waits for a client: on an idle connection, and for the whole of a
+request's line and headers (a client that trickles them in is cut off too)."""
 DEFAULT_PAGE_ENTRY = "play_page"
 
 
@@ -123,10 +128,41 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args) -> None:
         pass
 
+    def handle_one_request(self) -> None:
+        """One request, whose line and headers must all arrive within ``timeout`` seconds:
+        the socket timeout alone restarts with every byte, so a timer cuts the connection."""
+        self._cut_off = False
+        self._deadline = threading.Timer(self.timeout, self._cut)
+        self._deadline.daemon = True
+        self._deadline.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self._deadline.cancel()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()  # the request line's fields, then the headers
+        self._deadline.cancel()  # the request is in: sending the file is not limited
+        if self._cut_off:
+            self.close_connection = True
+            return False
+        return ok
+
+    def _cut(self) -> None:
+        self._cut_off = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
 
 class _PageServer(http.server.ThreadingHTTPServer):
     request_queue_size = 128  # listen backlog (socketserver's default is 5)
     daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away (closed tab, cancelled download) is not an error."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def make_server(
@@ -134,8 +170,9 @@ def make_server(
 ) -> http.server.ThreadingHTTPServer:
     """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port).
 
-    Idle connections close after ``idle_timeout`` seconds, and a request path that
-    cannot name a file gets ``400`` instead of a traceback.
+    Idle connections, and requests whose line and headers take longer, close after
+    ``idle_timeout`` seconds; a client that disconnects is not reported, and a request
+    path that cannot name a file gets ``400`` instead of a traceback.
     """
     handler_class = type("PageHandler", (_PageHandler,), {"timeout": idle_timeout})
     handler = functools.partial(handler_class, directory=str(directory))
