@@ -123,6 +123,7 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
         ),
         ("selfplay", {"executor": "dask"}, r"selfplay\.executor must be 'local' or 'ray'"),
         ("train", {"lr_min": 1.0}, r"train\.lr_min must be in \(0, lr=0\.003\]"),
+        ("train", {"lr": 1e30}, r"train\.lr must be in \(0, 1\.0\], got 1e\+30"),
         ("model", {"preset": "huge"}, r"unknown model preset 'huge'"),
         ("alphazero", {"num_generations": 0}, r"alphazero\.num_generations must be an integer"),
         ("reinforce", {"num_chunks": 1000}, r"reinforce\.num_chunks must be an integer"),

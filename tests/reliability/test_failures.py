@@ -33,7 +33,7 @@ from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli
             "'alphazero.num_generations'?",
         ),
         ("evaluate.num_games=-5", "evaluate.num_games must be >= 200"),
-        ("train.lr=-1", "train.lr must be > 0, got -1"),
+        ("train.lr=-1", "train.lr must be in (0, 1.0], got -1"),
     ],
 )
 def test_bad_parameters_exit_non_zero_and_write_nothing(kedro_project, params, message):

@@ -107,6 +107,15 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+MAX_LR = 1.0
+"""The largest learning rate a config accepts: Adam steps of more than 1 are a typo."""
+
+
+def check_lr(value: Any) -> None:
+    """A learning rate: a number in ``(0, MAX_LR]``."""
+    check(0 < value <= MAX_LR, "lr", value, f"in (0, {MAX_LR}]")
+
+
 def check_loop_length(key: str, value: Any) -> None:
     """A structural loop length (generations, chunks): an integer in [1, 999]."""
     check(is_int(value) and 1 <= value <= 999, key, value, "an integer in [1, 999]")

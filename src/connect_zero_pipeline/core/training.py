@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bitboard import State, to_boards
-from .config import check, torch_threads
+from .config import check, check_lr, torch_threads
 from .progress import progress_bar as _bar
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class TrainConfig:
             self.num_threads,
             "null or >= 1",
         )
-        check(self.lr > 0, "lr", self.lr, "> 0")
+        check_lr(self.lr)
         check(0 < self.lr_min <= self.lr, "lr_min", self.lr_min, f"in (0, lr={self.lr}]")
         check(self.weight_decay >= 0, "weight_decay", self.weight_decay, ">= 0")
         check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..config import check, mix_seed
+from ..config import check, check_lr, mix_seed
 from ..evaluation import solver_set_metrics, win_rates
 from ..inference import torch_evaluate_fn
 from ..models import build_model
@@ -73,7 +73,7 @@ class ReinforceConfig:
     def __post_init__(self):
         check(self.games_per_batch >= 2, "games_per_batch", self.games_per_batch, ">= 2")
         check(self.batches_per_chunk >= 1, "batches_per_chunk", self.batches_per_chunk, ">= 1")
-        check(self.lr > 0, "lr", self.lr, "> 0")
+        check_lr(self.lr)
         check(self.beta >= 0, "beta", self.beta, ">= 0")
         check(
             self.beta_final is None or self.beta_final >= 0,
