@@ -27,6 +27,7 @@ from connect_zero_pipeline.core.mcts import MCTSConfig, MCTSPlayer
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.players import PolicyPlayer
 from connect_zero_pipeline.pipelines.alphazero.structure import AlphaZeroConfig
+from tests.conftest import PONS_DIR
 
 PLAY = [sys.executable, "-m", "connect_zero_pipeline", "play"]
 
@@ -244,6 +245,16 @@ def test_bad_model_file_and_bad_moves_are_clear_errors(tmp_path, model_file):
     junk.write_bytes(b"not a model")
     proc = subprocess.run([*PLAY, "--model", str(junk)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a readable model file" in proc.stderr
+    junk_onnx = tmp_path / "junk.onnx"  # bytes protobuf cannot parse
+    junk_onnx.write_bytes(bytes(range(256)) * 8)
+    positions = tmp_path / "positions.txt"
+    positions.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:5]))
+    for command in (PLAY, [*PLAY[:-1], "benchmark", "--file", str(positions)]):
+        proc = subprocess.run([*command, "--model", str(junk_onnx)], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert f"error: {junk_onnx} is not a readable model file" in proc.stderr
+        assert "Traceback" not in proc.stderr
     path, _ = model_file
     proc = subprocess.run(
         [*PLAY, "--model", str(path), "--moves", "1111111"],

@@ -125,13 +125,16 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
         return _registered(model_path)
     if model_path is not None:
         path = latest_version_file(Path(model_path))
-        try:
-            if path.suffix == ".onnx":
-                from ..core.export import OnnxNetwork
+        if path.suffix == ".onnx":
+            from ..core.export import OnnxNetwork
 
+            try:
                 return OnnxNetwork(path.read_bytes()), str(path)
+            except Exception as exc:  # protobuf, onnx and onnxruntime each raise their own
+                raise CommandError(f"{path} is not a readable model file: {exc}") from exc
+        try:
             return load_model(path), str(path)
-        except ValueError as exc:
+        except ValueError as exc:  # its message names the file
             raise CommandError(str(exc)) from exc
     try:
         model = load_catalog_entry(dataset)
