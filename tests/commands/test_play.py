@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -99,10 +99,25 @@ def _torch_loaded(pid: int) -> bool:
     return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time ``pid`` has used (``/proc/<pid>/stat`` utime + stime): how far its start-up
+    has got, whatever the load on the machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PROMPT = r"Your move \(1-7, q to quit\): "
+
+
 def _wait_until(check, child) -> None:
-    """Poll a state of ``child``'s process until ``check(pid)`` holds (or the process ended)."""
-    while child.isalive() and not check(child.pid):
-        time.sleep(0.005)
+    """Until ``check(pid)`` holds for ``child``'s process, or it shows its prompt (then
+    nothing more happens without input): read its output in 5 ms slices between checks."""
+    while not check(child.pid):
+        try:
+            child.expect(PROMPT, timeout=0.005)
+            return
+        except pexpect.TIMEOUT:
+            continue
 
 
 def _spawn_play(model_path) -> pexpect.spawn:
@@ -110,18 +125,14 @@ def _spawn_play(model_path) -> pexpect.spawn:
                          timeout=60)  # fmt: skip
 
 
-PROMPT = r"Your move \(1-7, q to quit\): "
-
-
-def _interrupt_at(model_path, point) -> str:
-    """Start ``play``, send Ctrl-C once ``point(child)`` returns; the process's whole output.
-
-    The process must end within a few seconds, printing ``Interrupted.``, with status 130.
-    """
+def _interrupt_at(model_path, check) -> str:
+    """Start ``play``, send Ctrl-C once ``check(pid)`` holds (or at the prompt); the
+    process's whole output. It must end within a few seconds, printing ``Interrupted.``,
+    with status 130."""
     child = _spawn_play(model_path)
     try:
         _wait_until(_handles_signals, child)
-        point(child)
+        _wait_until(check, child)
         child.sendintr()
         child.expect(pexpect.EOF, timeout=10)  # a hang fails here
         output = child.before
@@ -138,21 +149,21 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(model_fi
     path, _ = model_file
     # Observed points: as soon as the handlers are in (before torch is imported), once
     # torch's library is loaded, and at the prompt (where readline once lost the signal).
-    _interrupt_at(path, lambda child: None)
-    _interrupt_at(path, lambda child: _wait_until(_torch_loaded, child))
-    at_prompt = _interrupt_at(path, lambda child: child.expect(PROMPT))
+    _interrupt_at(path, lambda pid: True)
+    _interrupt_at(path, _torch_loaded)
+    at_prompt = _interrupt_at(path, lambda pid: False)
     assert at_prompt.rstrip().endswith("Interrupted.")
-    # And points in between: start-up's length split in eight (each point is a valid one,
-    # whatever the machine's speed: the assertions do not depend on where it lands).
+    # And points in between: the CPU time a start-up takes, split in eight (a process state,
+    # so the points spread over the start-up whatever the load; one past the prompt's is
+    # the prompt itself).
     child = _spawn_play(path)
-    start = time.monotonic()
     child.expect(PROMPT)
-    startup = time.monotonic() - start
+    startup = _cpu_seconds(child.pid)
     child.sendeof()
     child.expect(pexpect.EOF)
     child.close()
     for k in range(1, 8):
-        _interrupt_at(path, lambda child, k=k: time.sleep(startup * k / 8))
+        _interrupt_at(path, lambda pid, k=k: _cpu_seconds(pid) >= startup * k / 8)
 
 
 def _play_to_the_end(path, flags: list[str]) -> tuple[subprocess.CompletedProcess, str, str]:
