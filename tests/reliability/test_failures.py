@@ -74,10 +74,13 @@ def _children(pid: int) -> set[int]:
     return out
 
 
-def _wait_for_children(pid: int, count: int) -> set[int]:
-    """Poll ``pid``'s process tree until it has ``count`` descendants (or ``pid`` ended)."""
-    while Path(f"/proc/{pid}").exists() and len(found := _children(pid)) < count:
-        time.sleep(0.05)
+def _wait_for_children(proc, count: int) -> set[int]:
+    """``proc``'s descendants once there are ``count`` of them, or those left when its output
+    ends (it exited). Its output is read meanwhile, in slices of at most 50 ms, so that a
+    full pipe never stalls it."""
+    while len(found := _children(proc.pid)) < count:
+        if select.select([proc.stdout], [], [], 0.05)[0] and not proc.stdout.readline():
+            return found
     return found
 
 
@@ -115,7 +118,7 @@ def test_self_play_workers_die_when_kedro_is_killed(pons_project):
     proc = kedro_cli(pons_project, "run", "--params", cli_params(params), wait=False)
     # The progress manager and two pool workers, at whatever point of their start-up: a
     # worker whose parent is already gone when its initializer runs exits there.
-    workers = _wait_for_children(proc.pid, 3)
+    workers = _wait_for_children(proc, 3)
     assert proc.poll() is None and len(workers) >= 3, f"no workers seen: {workers}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
