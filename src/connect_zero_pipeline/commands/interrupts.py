@@ -14,7 +14,7 @@ thread. In a command that imports torch and reads a terminal, that fails in two 
 So a command process handles the signals itself (:func:`install`, called by ``__main__``
 before any heavy import): the handler runs the registered clean-ups (:func:`cleanup`),
 writes the message and ends the process with ``os._exit``, raising nothing. Worker
-processes die with it (``executors.local.die_with_parent``). :func:`read_line` waits on
+processes die with it (``executors.local.die_with_parent``). :class:`LineReader` waits on
 stdin and on the signal wake-up descriptor together, so a signal at any moment wakes it.
 
 Code that calls a command's ``main`` in-process (tests, notebooks) does not install the

@@ -256,7 +256,6 @@ class Level(NamedTuple):
     """One level of the descent as a selection rule sees it: a row per game."""
 
     node: torch.Tensor  # [B] flat index of each game's current node
-    at_root: torch.Tensor  # [B] bool: that node is the game's root
     depth: int  # levels descended so far (0: every game is at its root)
     sim: int  # the simulation, 1..sims
     children: torch.Tensor  # [B, 7] flat child indices
@@ -334,7 +333,7 @@ class _Search:
             st = self.stats_f[ch]  # (B, 7, 2)
             n_child, w_child = st[..., 0], st[..., 1]
             q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
-            a = select_fn(Level(cur, cur == self.base, levels, sim, ch, q, n_child))
+            a = select_fn(Level(cur, levels, sim, ch, q, n_child))
             nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
             go = self.expandable_f[nxt]  # (B,)
             if levels == bound or (self.host_sync and not bool(go.any())):
@@ -417,19 +416,20 @@ def gumbel_rule(tree: _Search, root: GumbelRoot) -> SelectFn:
         legal_c = level.children != tree.illegal.unsqueeze(1)  # (B, 7)
         q = torch.where(legal_c, level.q, torch.zeros_like(level.q))  # ILLEGAL's -inf out
         value = tree.raw_value_f[level.node]  # (B,)
+        at_root = level.node == tree.base  # (B,)
         inner = None
         # At depth 0 every game is at its root; deeper, the host looks only if it may.
-        if level.depth > 0 and not (tree.host_sync and bool(level.at_root.all())):
+        if level.depth > 0 and not (tree.host_sync and bool(at_root.all())):
             logits = tree.prior_f[level.node].clamp_min(1e-30).log()  # (B, 7)
             node = G.NodeStats(logits, legal_c, q, level.visits, value)
             inner = G.interior_action(node, cfg.c_visit, cfg.c_scale)
-            if tree.host_sync and not bool(level.at_root.any()):
+            if tree.host_sync and not bool(at_root.any()):
                 return inner
-        at_root = G.NodeStats(root.logits, legal_c, q, level.visits, value)
-        scores = G.root_scores(root.noise, at_root, cfg.c_visit, cfg.c_scale)
+        stats = G.NodeStats(root.logits, legal_c, q, level.visits, value)
+        scores = G.root_scores(root.noise, stats, cfg.c_visit, cfg.c_scale)
         needed = root.schedule[root.num_considered, level.sim - 1]  # (B,)
         picked = G.root_action(scores, root.considered, level.visits, needed)
-        return picked if inner is None else torch.where(level.at_root, picked, inner)
+        return picked if inner is None else torch.where(at_root, picked, inner)
 
     return select
 

@@ -81,10 +81,6 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _init_shard_worker(parent: int) -> None:
-    die_with_parent(parent)
-
-
 def _init_solver_worker(parent: int, tt_log2: int) -> None:
     die_with_parent(parent)
     init_worker_solver(tt_log2)
@@ -193,7 +189,7 @@ class _ShardPool:
         self.manager.start(die_with_parent, (os.getpid(),))
         self.steps = self.manager.Queue()
         self.pool = ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=_init_shard_worker, initargs=(os.getpid(),)
+            workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
         )
 
     def drain(self) -> None:
