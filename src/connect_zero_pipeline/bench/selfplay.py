@@ -13,16 +13,17 @@ self-play-like positions, then the chosen moves are played. For each ``B`` and
   (the default off the CPU).
 
 Figures per ``(B, sims, host_sync)``, from one timed move after a profiled
-warm-up move: ``positions_per_s`` (games moved per second), ``evals_per_s`` (boards through the network per
-second), ``host_syncs_per_move`` and ``aten_ops_per_move`` (counted with
+warm-up move (a move at B = 16384 takes a minute on two cores):
+``positions_per_s`` (games moved per second), ``evals_per_s`` (boards through the
+network per second), ``host_syncs_per_move`` and ``aten_ops_per_move`` (counted with
 ``torch.profiler``: the calls of ``aten::item``, ``aten::is_nonzero``,
 ``aten::_local_scalar_dense`` and ``aten::nonzero``, each a device-to-host
 synchronisation on CUDA; and every ``aten::`` op, a proxy for kernel launches),
 and ``bytes_per_slot`` (peak CUDA memory of the move per game on a GPU, the
 search tree's tensors per game on the CPU).
 
-Torch runs the recipe's one thread on the CPU. The network is ``tiny``, so that ``B = 16384`` stays within minutes
-on two cores; ``--model`` names another preset. ``--quick``: ``B`` in 32 and 128,
+Torch runs the recipe's one thread on the CPU. The network is ``tiny``, so that
+``B = 16384`` stays within minutes on two cores; ``--model`` names another preset. ``--quick``: ``B`` in 32 and 128,
 8 simulations.
 """
 
@@ -34,6 +35,7 @@ from collections.abc import Iterator
 import torch
 
 from ..core.bitboard import play
+from ..core.config import resolve_device
 from ..core.inference import torch_evaluate_fn
 from ..core.mcts import MCTSConfig, search
 from ..core.models import build_model
@@ -58,10 +60,9 @@ def count_ops(fn) -> tuple[int, int]:
 
 def run(args) -> Iterator[dict]:
     quick = bool(getattr(args, "quick", False))
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device("auto")
     sizes = (32, 128) if quick else (512, 4096, 16384)
     sims_list = (8,) if quick else (16, 64)
-    repeats = 1  # after the profiled warm-up; B = 16384 moves take a minute on a CPU
     preset = getattr(args, "model", None) or "tiny"
     if device.type == "cpu":
         torch.set_num_threads(DEFAULT_NUM_THREADS)  # as self_play runs the recipe
@@ -91,18 +92,15 @@ def run(args) -> Iterator[dict]:
 
                 syncs, ops = count_ops(move)  # also the warm-up: allocator, kernels
                 sync()
-                best = float("inf")
-                for _ in range(repeats):
-                    evals[0] = 0
-                    if device.type == "cuda":
-                        torch.cuda.reset_peak_memory_stats()
-                        before = torch.cuda.memory_allocated()
-                    start = time.perf_counter()
-                    _, result = move()
-                    sync()
-                    seconds = time.perf_counter() - start
-                    best = min(best, seconds)
-                    evaluated = evals[0]
+                evals[0] = 0
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                    before = torch.cuda.memory_allocated()
+                start = time.perf_counter()
+                _, result = move()
+                sync()
+                seconds = time.perf_counter() - start
+                evaluated = evals[0]
                 if device.type == "cuda":
                     per_slot = (torch.cuda.max_memory_allocated() - before) / batch
                 else:
@@ -110,8 +108,8 @@ def run(args) -> Iterator[dict]:
                     per_slot = sum(t.nbytes for t in tree[:-1]) / batch
                 extra = {"batch": batch, "sims": sims, "host_sync": host_sync,
                          "device": device.type, "model": preset}  # fmt: skip
-                yield figure("selfplay", "positions_per_s", batch / best, unit="1/s", **extra)
-                yield figure("selfplay", "evals_per_s", evaluated / best, unit="1/s", **extra)
+                yield figure("selfplay", "positions_per_s", batch / seconds, unit="1/s", **extra)
+                yield figure("selfplay", "evals_per_s", evaluated / seconds, unit="1/s", **extra)
                 yield figure("selfplay", "host_syncs_per_move", syncs, **extra)
                 yield figure("selfplay", "aten_ops_per_move", ops, **extra)
                 yield figure("selfplay", "bytes_per_slot", per_slot, unit="B", **extra)
