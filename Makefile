@@ -2,7 +2,8 @@
 #
 #   make run    create or reuse .venv, install, run the main job (kedro run)
 #   make resume RUN=<id> [PARAMS=k=v,...] [ENV=name]
-#               continue a killed run (its id: ls data/runs), with the run's own --params/--env
+#               continue a failed or killed run (make resume alone lists the runs), with
+#               the run's own --params/--env
 #   make test   same set-up, then ruff and pytest
 #   make web    fetch the play page's pinned onnxruntime-web with npm (part of setup)
 #
@@ -60,7 +61,7 @@ run: setup
 	$(BIN)/kedro run
 
 resume: setup
-	@test -n "$(RUN)" || { echo "usage: make resume RUN=<run id> [PARAMS=...] [ENV=...] (run ids: ls data/runs)"; exit 2; }
+	@test -n "$(RUN)" || { $(BIN)/python -m connect_zero_pipeline runs; echo "usage: make resume RUN=<run id> [PARAMS=...] [ENV=...]"; exit 2; }
 	$(BIN)/kedro run --only-missing-outputs $(if $(ENV),--env $(ENV)) --params "resume=$(RUN)$(if $(PARAMS),$(comma)$(PARAMS))"
 
 comma := ,

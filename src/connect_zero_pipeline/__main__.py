@@ -11,6 +11,8 @@ command, as in every Kedro project (``python -m connect_zero_pipeline`` is
   alone and MCTS agents on Pons position files, labelled by the solver; one
   JSON line per file and agent. ``score`` is the same command.
 - ``curve [--run ID]``: a run's learning curve as a Markdown table.
+- ``runs``: the project's runs, their status (``interrupted`` for a killed one)
+  and errors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ COMMANDS = {
     "play": "connect_zero_pipeline.commands.play",
     "benchmark": "connect_zero_pipeline.commands.benchmark",
     "curve": "connect_zero_pipeline.commands.curve",
+    "runs": "connect_zero_pipeline.commands.runs",
     "score": "connect_zero_pipeline.commands.benchmark",  # the same command, older name
 }
 

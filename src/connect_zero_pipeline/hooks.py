@@ -21,6 +21,11 @@ resumed run reopens the children its first attempt created. Pipeline-level outpu
 ...) are treated like generations, and ``reinforce_learning_curves`` like
 ``learning_curves``.
 
+:func:`record_failure`. Kedro calls ``on_pipeline_error`` only for an exception
+raised by a node; the project's session (:mod:`.session`) calls this for every
+other way a run can fail (a hook or store error before the first node, Ctrl-C),
+so the manifest and the MLflow runs say ``failed`` whatever happened.
+
 ``MlflowRunStackHook``. kedro-mlflow reopens its run at every node (for thread
 safety), which pushes the same run onto MLflow's stack again; after the run
 only one entry is popped. In a process that runs several sessions (tests,
@@ -92,7 +97,7 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
     (a UTC time, ``2026-11-23T10.26.07.123Z``).
     """
-    from .pipeline_registry import pipeline_label
+    from .naming import pipeline_label
 
     parts = [pipeline_label(run_params.get("pipeline_names"))]
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
@@ -225,8 +230,9 @@ class GenerationRunsHook:
     def on_pipeline_error(self) -> None:
         if self._client is None:
             return
+        pending, self._pending = self._pending, {}  # marked once, however often called
         for namespace, run_id in self._children.items():
-            if self._pending.get(namespace):
+            if pending.get(namespace):
                 self._client.set_terminated(run_id, "FAILED")
 
 
@@ -254,6 +260,28 @@ class RunStartHook:
         except Exception:  # no mlflow.yml: kedro-mlflow's defaults, nothing to prepare
             return
         prepare_store(Path(context.project_path), dict(mlflow_conf))
+
+
+def record_failure(error: BaseException) -> None:
+    """Run every project hook's ``on_pipeline_error`` for ``error`` (they do their work once,
+    so after Kedro's own call this does nothing). A hook that fails (the MLflow store is
+    unreachable) is logged and the others still run."""
+    import inspect
+
+    from kedro.framework.project import settings
+
+    for hook in settings.HOOKS:
+        method = getattr(hook, "on_pipeline_error", None)
+        if method is None:
+            continue
+        try:
+            if "error" in inspect.signature(method).parameters:
+                method(error=error)
+            else:
+                method()
+        except Exception as exc:  # the store may be what failed
+            log.warning("%s could not record the failure: %s", type(hook).__name__,
+                        " ".join(str(exc).split())[:300])  # fmt: skip
 
 
 class MlflowRunStackHook:

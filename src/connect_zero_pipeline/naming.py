@@ -76,3 +76,12 @@ def stage_of(output: str) -> str | None:
 def metric_name(stage: str, key: str) -> str:
     """The MLflow metric name of ``key`` in a stage's metrics: ``train.loss``, ``solver.acc``."""
     return key if stage in UNPREFIXED_STAGES else f"{stage}.{key}"
+
+
+DEFAULT_PIPELINE = "alphazero"
+"""The main job: what ``kedro run`` runs (``__default__``)."""
+
+
+def pipeline_label(names: list[str] | None) -> str:
+    """A run's pipelines as people name them: ``__default__`` is the main job's name."""
+    return ",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names or ["__default__"])

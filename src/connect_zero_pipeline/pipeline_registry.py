@@ -5,13 +5,7 @@ from __future__ import annotations
 from kedro.framework.project import find_pipelines
 from kedro.pipeline import Pipeline
 
-DEFAULT_PIPELINE = "alphazero"
-"""The main job: what ``kedro run`` runs (``__default__``)."""
-
-
-def pipeline_label(names: list[str] | None) -> str:
-    """A run's pipelines as people name them: ``__default__`` is the main job's name."""
-    return ",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names or ["__default__"])
+from .naming import DEFAULT_PIPELINE
 
 
 def register_pipelines() -> dict[str, Pipeline]:

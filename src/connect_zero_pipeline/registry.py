@@ -107,13 +107,20 @@ def _score(tags: dict[str, str]) -> float:
 
 def describe_version(client, name: str, version: str, tags: dict[str, str]) -> bool:
     """Tag and describe version ``version`` of ``name``; move ``champion`` to it when it beats
-    the current champion on ``solver.acc``. Returns whether it became the champion."""
-    from mlflow.exceptions import MlflowException
-
+    the current champion on ``solver.acc``. Returns whether it became the champion.
+    Run again on the same version (a resumed export), it changes nothing more."""
     for key, value in tags.items():
         client.set_model_version_tag(name, version, key, value)
+    champion = _crown(client, name, version, _score(tags))
+    # Last: a version with a description is complete (RunModelDataset.exists).
     client.update_model_version(name, version, description=describe(tags))
-    new = _score(tags)
+    return champion
+
+
+def _crown(client, name: str, version: str, new: float) -> bool:
+    """Move ``champion`` to ``version`` if its score ``new`` beats the champion's."""
+    from mlflow.exceptions import MlflowException
+
     if math.isnan(new):
         return False
     try:

@@ -11,9 +11,13 @@ same time. Inputs the run does not produce (the solver-labelled set,
 as Kedro does.
 
 **The manifest.** At its start a run writes ``data/runs/<id>.json``: the
-pipelines, the env, the merged parameters, the MLflow parent run and a status
-(``running``, ``finished``, ``failed``); ``running`` left behind means the run
-was killed.
+pipelines, the env, the merged parameters, the MLflow parent run, the process
+(host, pid and its start time) and a status: ``running``, then ``finished`` or
+``failed`` with the error's one line (any exception, a full disk, a store error,
+Ctrl-C: :meth:`RunIdentityHook.fail`). A run that could not record its end
+(``kill -9``, a disk too full to write even that) stays ``running`` on disk;
+:func:`run_status` tells it apart from a live run by its process, and calls it
+``interrupted``. ``python -m connect_zero_pipeline runs`` lists the runs.
 
 **Resume.** ``kedro run --only-missing-outputs --params resume=<id>`` (or
 ``make resume RUN=<id>``) continues run ``<id>``: the same id, so its finished
@@ -30,6 +34,7 @@ import json
 import logging
 import os
 import re
+import socket
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,6 +42,8 @@ from typing import Any
 
 import click
 from kedro.framework.hooks import hook_impl
+
+from .core.files import atomic_path, staging_path
 
 log = logging.getLogger(__name__)
 
@@ -105,19 +112,79 @@ def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def _manifest_tmp(root: Path, manifest: dict[str, Any]) -> tuple[Path, Path]:
-    """``(path, a complete temporary sibling)`` of ``manifest``."""
-    path = manifest_path(root, manifest["run_id"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
-    return path, tmp
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, from ``/proc``); None where there is
+    no ``/proc`` or no such process. A pid with another start time is another process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22, after the command's ")"
+
+
+def _alive(manifest: dict[str, Any]) -> bool:
+    pid = manifest.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if manifest.get("host") != socket.gethostname():
+        return True  # another machine's run: no way to tell, so it may be live
+    started = manifest.get("pid_started")
+    if started is not None:
+        return process_start(pid) == started
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_status(manifest: dict[str, Any]) -> str:
+    """A run's status: its manifest's, except that a ``running`` run whose process is gone is
+    ``interrupted`` (killed, or it could not record how it ended)."""
+    status = manifest.get("status", "running")
+    if status == "running" and not _alive(manifest):
+        return "interrupted"
+    return status
+
+
+_DATASET_ERROR = re.compile(
+    r"^(?P<name>[^\s:]+: )?Failed while (?P<verb>loading|saving) data (?:from|to) dataset "
+    r".*?\)\.\s*\n(?P<rest>.*)$",
+    re.DOTALL,
+)
+
+
+def error_text(error: BaseException) -> str:
+    """What went wrong, in words: Kedro's "Failed while loading data from dataset <repr>"
+    becomes "<name>: could not load: <the reason, which names the file>"."""
+    text = str(error).strip()
+    found = _DATASET_ERROR.match(text)
+    if found:
+        verb = "load" if found["verb"] == "loading" else "save"
+        text = f"{found['name'] or ''}could not {verb}: {found['rest'].strip()}"
+    return text
+
+
+def error_line(error: BaseException) -> str:
+    """An error in one line, as a run's manifest records it."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    text = " ".join(error_text(error).split())
+    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _manifest_text(manifest: dict[str, Any]) -> str:
+    return json.dumps(manifest, indent=2, sort_keys=True, default=str)
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> Path:
-    """Write a manifest atomically (a temporary file renamed into place)."""
-    path, tmp = _manifest_tmp(root, manifest)
-    os.replace(tmp, path)
+    """Write a manifest atomically (:func:`.core.files.atomic_path`)."""
+    path = manifest_path(root, manifest["run_id"])
+    with atomic_path(path) as tmp:
+        tmp.write_text(_manifest_text(manifest))
     return path
 
 
@@ -136,14 +203,17 @@ def claim_manifest(root: Path, manifest: dict[str, Any]) -> str:
     name exists), and a taken id moves on by a millisecond.
     """
     while True:
-        path, tmp = _manifest_tmp(root, manifest)
+        path = manifest_path(root, manifest["run_id"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = staging_path(path)
         try:
+            tmp.write_text(_manifest_text(manifest))
             os.link(tmp, path)
             return manifest["run_id"]
         except FileExistsError:
             manifest["run_id"] = next_run_id(manifest["run_id"])
         finally:
-            tmp.unlink()
+            tmp.unlink(missing_ok=True)
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -204,6 +274,11 @@ class RunIdentityHook:
         if resume is None:
             return
         manifest = read_manifest(self.root, resume)
+        if run_status(manifest) == "running":
+            raise ValueError(
+                f"resume={resume!r}: that run is still running (pid {manifest.get('pid')} on "
+                f"{manifest.get('host')}); wait for it or stop it first"
+            )
         changes = parameter_changes(manifest.get("params") or {}, self.params)
         if changes:
             raise ValueError(
@@ -250,6 +325,9 @@ class RunIdentityHook:
             if self.resumed
             else [],
             "mlflow_run_id": (self.resumed or {}).get("mlflow_run_id"),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "pid_started": process_start(os.getpid()),
         }
         if self.resumed is not None:
             write_manifest(self.root, self.manifest)
@@ -278,21 +356,34 @@ class RunIdentityHook:
             self.manifest["mlflow_run_id"] = run_id
             write_manifest(self.root, self.manifest)
 
-    def _finish(self, status: str) -> None:
-        if self.manifest is not None:
-            self.manifest["status"] = status
-            self.manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            write_manifest(self.root, self.manifest)
-        for key in ("manifest", "resumed"):
-            setattr(self, key, None)
+    def _finish(self, status: str, error: BaseException | None = None) -> None:
+        manifest, self.manifest, self.resumed = self.manifest, None, None
+        if manifest is None:
+            return
+        manifest["status"] = status
+        manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        if error is not None:
+            manifest["error"] = error_line(error)
+        else:
+            manifest.pop("error", None)
+        write_manifest(self.root, manifest)
 
     @hook_impl
     def after_pipeline_run(self) -> None:
         self._finish("finished")
 
     @hook_impl
-    def on_pipeline_error(self) -> None:
-        self._finish("failed")
+    def on_pipeline_error(self, error: BaseException) -> None:
+        self.fail(error)
+
+    def fail(self, error: BaseException) -> None:
+        """Record that the run failed with ``error`` (once; later calls do nothing). A manifest
+        that cannot be written (a full disk) is left ``running``: :func:`run_status` then
+        reads ``interrupted``."""
+        try:
+            self._finish("failed", error)
+        except OSError as exc:
+            log.warning("Could not record the run's failure in its manifest: %s", exc)
 
 
 run_identity = RunIdentityHook()

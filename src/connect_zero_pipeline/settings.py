@@ -12,8 +12,10 @@ run produced.
 from kedro.config import OmegaConfigLoader
 
 from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS as _LOADER_ARGS
+from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
 from connect_zero_pipeline.hooks import GenerationRunsHook, MlflowRunStackHook, RunStartHook
 from connect_zero_pipeline.runs import run_identity
+from connect_zero_pipeline.session import ProjectSession
 from connect_zero_pipeline.summary import RunSummaryHook
 
 HOOKS = (
@@ -23,6 +25,11 @@ HOOKS = (
     RunSummaryHook(),
     MlflowRunStackHook(),
 )
+
+# Every versioned output appears whole or not at all (datasets/atomic.py).
+DATA_CATALOG_CLASS = AtomicDataCatalog
+# A run that fails in any way (a hook, Ctrl-C) is recorded as failed (session.py).
+SESSION_CLASS = ProjectSession
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = _LOADER_ARGS  # parameters merge key by key over conf/base

@@ -170,7 +170,7 @@ class RunSummaryHook:
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline, catalog) -> None:
         import mlflow
 
-        from .pipeline_registry import pipeline_label
+        from .naming import pipeline_label
 
         outputs = pipeline.all_outputs()
         paths = {}

@@ -8,6 +8,12 @@
   crashes) and both create the experiment. :func:`prepare_store` does both
   under an exclusive file lock (``<project>/.mlflow.lock``) before
   kedro-mlflow touches the store; afterwards they only read it.
+- **Writable, checked first.** Before the first node, :func:`prepare_store` takes a write
+  lock on the sqlite file and releases it. A store another process holds locked is
+  waited for (:data:`STORE_WAIT_S`), then refused; a store that cannot be written
+  (a read-only file or folder) is refused at once. Either way the run stops before it
+  writes anything, with one paragraph naming the file and what to do
+  (:func:`store_help`).
 - **Copy-safe.** MLflow stores absolute ``file://`` artifact locations. In a
   copied project (``cp -a project copy``) they still point into the
   original, so new run folders would land there. :func:`prepare_store`
@@ -28,6 +34,9 @@ from urllib.parse import unquote, urlparse
 
 log = logging.getLogger(__name__)
 
+STORE_WAIT_S = float(os.environ.get("CZ_STORE_WAIT_S", 20))
+"""How long a run waits for another process's write lock on the store before it gives up:
+20 s, MLflow's own wait on a locked sqlite store (``CZ_STORE_WAIT_S`` sets another)."""
 LOCK_NAME = ".mlflow.lock"
 ARTIFACTS = "mlruns"
 # Tables and columns of MLflow's sqlite schema that hold artifact locations.
@@ -129,6 +138,56 @@ def relocate(db: Path, experiment: str, artifacts: Path) -> int:
         con.close()
 
 
+_store: Path | None = None  # the sqlite file prepare_store last checked, for store_help
+
+
+def store_help(problem: str, db: Path | None = None, detail: str = "") -> str:
+    """One paragraph on a store that is ``"locked"`` or ``"read-only"``: the file, what to do."""
+    name = str(db or _store or "mlflow.db")
+    if problem == "locked":
+        return (
+            f"The MLflow store {name} is locked: another process held a write lock on it for "
+            f"more than {STORE_WAIT_S:.0f} s (another run or `mlflow ui` in a long write, or a "
+            f"program keeping a transaction open). Wait for it or stop it, then run again; a "
+            f"run stopped by this resumes with `make resume RUN=<id>` (ids: python -m "
+            f"connect_zero_pipeline runs)."
+        )
+    return (
+        f"The MLflow store {name} cannot be written{f' ({detail})' if detail else ''}. Runs "
+        f"record their parameters, metrics and models there. Make the file and its folder "
+        f"writable (chmod u+w), or name another store in conf/local/mlflow.yml "
+        f"(server.mlflow_tracking_uri). Nothing was written."
+    )
+
+
+def check_writable(db: Path, wait: float | None = None) -> None:
+    """Take and release a write lock on the sqlite file ``db`` (waiting up to ``wait`` s for
+    another process's lock); a new store needs a writable folder.
+
+    Raises:
+        RunRefused: with :func:`store_help`'s paragraph.
+    """
+    from .runs import RunRefused
+
+    if not db.exists():
+        folder = next((p for p in [db.parent, *db.parent.parents] if p.exists()), db.parent)
+        if not os.access(folder, os.W_OK):
+            raise RunRefused(store_help("read-only", db, f"its folder {folder} is read-only"))
+        return
+    if not os.access(db, os.W_OK) or not os.access(db.parent, os.W_OK):
+        bad = db if not os.access(db, os.W_OK) else db.parent
+        raise RunRefused(store_help("read-only", db, f"{bad} is read-only"))
+    con = sqlite3.connect(db, timeout=STORE_WAIT_S if wait is None else wait)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.rollback()
+    except sqlite3.OperationalError as exc:
+        problem = "locked" if "locked" in str(exc) else "read-only"
+        raise RunRefused(store_help(problem, db, str(exc))) from None
+    finally:
+        con.close()
+
+
 def prepare_store(root: Path, mlflow_conf: dict) -> None:
     """Create (or migrate) the sqlite store and the experiment once, and relocate a copied store.
 
@@ -146,6 +205,9 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
     artifacts_dir = Path(artifacts) if artifacts else Path(ARTIFACTS)
     if not artifacts_dir.is_absolute():
         artifacts_dir = root / artifacts_dir
+    global _store
+    _store = db
+    check_writable(db)
     with store_lock(db.parent):
         from mlflow.tracking import MlflowClient
 

@@ -44,6 +44,7 @@ from .bitboard import (
     play_move,
     top_mask_col,
 )
+from .files import atomic_path
 from .progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -131,9 +132,8 @@ class SolvedCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         df = pd.concat(self._pending, ignore_index=True)
         name = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.monotonic_ns()}.parquet"
-        tmp = self.directory / f".{name}.tmp"
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, self.directory / name)
+        with atomic_path(self.directory / name) as tmp:
+            df.to_parquet(tmp, index=False)
         self._pending.clear()
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from .bitboard import State, initial_state, play, random_legal_actions
+from .files import atomic_path
 from .match import play_match
 from .players import Player
 
@@ -111,7 +112,8 @@ class MatchCache:
         if self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
             name = f"part-{pd.Timestamp.now('UTC'):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}.parquet"
-            games[MATCH_COLUMNS].to_parquet(self.folder / name, index=False)
+            with atomic_path(self.folder / name) as tmp:
+                games[MATCH_COLUMNS].to_parquet(tmp, index=False)
 
     def __len__(self) -> int:
         return len(self._table)

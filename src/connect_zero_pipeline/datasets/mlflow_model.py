@@ -44,13 +44,35 @@ class RunModelDataset(MlflowModelTrackingDataset):
             self._save_args["pip_requirements"] = model_requirements()
 
     def _save(self, model) -> None:
-        super()._save(model)
+        """Log the model, register a version of it, describe the version: each step once.
+
+        A save cut short (a store error, a full disk) and run again by a resumed run picks
+        up where it stopped: the model logged in this run is not logged again, and its
+        version is not registered again, so a finished export has one version.
+        """
+        run = mlflow.active_run()
         name = self._save_args.get("registered_model_name")
-        version = getattr(self.model_info, "registered_model_version", None)
-        if not name or version is None:
+        logged = self._logged_model(run)
+        if logged is None:
+            args = self._save_args
+            self._save_args = {k: v for k, v in args.items() if k != "registered_model_name"}
+            try:
+                super()._save(model)
+            finally:
+                self._save_args = args
+            if run is None or not name:
+                return
+            model_uri = self.model_info.model_uri
+        else:
+            model_uri = f"models:/{logged.model_id}"
+        if not name:
             return
+        client = mlflow.MlflowClient()
+        version = self._registered_version(client, run)
+        if version is None:
+            version = mlflow.register_model(model_uri, name)
         from ..core.export import onnx_info
-        from ..pipeline_registry import pipeline_label
+        from ..naming import pipeline_label
         from ..registry import describe_version, version_tags
         from ..runs import run_identity
 
@@ -59,16 +81,33 @@ class RunModelDataset(MlflowModelTrackingDataset):
         tags = version_tags(
             meta, run_identity.run_id, pipeline_label(pipelines) if pipelines else None
         )
-        describe_version(mlflow.MlflowClient(), name, str(version), tags)
+        describe_version(client, name, str(version.version), tags)
 
-    def _exists(self) -> bool:
-        run = mlflow.active_run()
+    def _logged_model(self, run):
+        """This dataset's model logged in ``run``, or None."""
         name = (self._save_args or {}).get("name")
         if run is None or not name:
-            return False
+            return None
         found = mlflow.search_logged_models(
             experiment_ids=[run.info.experiment_id],
             filter_string=f"source_run_id = '{run.info.run_id}' AND name = '{name}'",
             output_format="list",
         )
-        return bool(found)
+        return found[0] if found else None
+
+    def _registered_version(self, client, run):
+        """The version of the registered model that ``run`` registered, or None."""
+        name = self._save_args.get("registered_model_name")
+        found = client.search_model_versions(f"name = '{name}' AND run_id = '{run.info.run_id}'")
+        return max(found, key=lambda v: int(v.version)) if found else None
+
+    def _exists(self) -> bool:
+        """Saved means complete: logged in the active run and, when registered, its version
+        described (the description is :func:`..registry.describe_version`'s last write)."""
+        run = mlflow.active_run()
+        if self._logged_model(run) is None:
+            return False
+        if not self._save_args.get("registered_model_name"):
+            return True
+        version = self._registered_version(mlflow.MlflowClient(), run)
+        return version is not None and bool(version.description)

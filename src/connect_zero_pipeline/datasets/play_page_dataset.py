@@ -22,7 +22,9 @@ class PlayPageDataset(AbstractVersionedDataset[dict[str, bytes], Path]):
     Versioned, a save writes ``data/08_reporting/play/<version>/play/index.html``
     etc.; ``load()`` returns the folder of the requested (default: latest)
     version, ready to be served (``python -m connect_zero_pipeline play --web``).
-    Only local paths are supported, since the folder is served from disk.
+    Only local paths are supported, since the folder is served from disk. The folder
+    appears whole or not at all (the catalog writes it as a staging folder and
+    renames it: :class:`.atomic.AtomicDataCatalog`).
     """
 
     def __init__(

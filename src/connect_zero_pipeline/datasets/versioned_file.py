@@ -1,16 +1,14 @@
 """``VersionedFileDataset``: the shared base of the project's one-file versioned datasets.
 
 Subclasses say how to turn their object into bytes and back; the base class
-does the versioned paths, the filesystem (fsspec) and atomic writes: a save
-goes to a temporary name in the version folder and is renamed into place, so
-a run killed mid-write never leaves a truncated file that a resumed run would
-take for the latest version.
+does the versioned paths and the filesystem (fsspec). That a version appears
+only when complete is the catalog's work (:class:`.atomic.AtomicDataCatalog`),
+the same for every dataset.
 """
 
 from __future__ import annotations
 
 import io
-import os
 from pathlib import PurePosixPath
 from typing import Any, Generic, TypeVar
 
@@ -63,12 +61,9 @@ class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]
     def save(self, data: _DI) -> None:
         payload = self._encode(data)
         path = str(self._get_save_path())
-        parent = str(PurePosixPath(path).parent)
-        self._fs.mkdirs(parent, exist_ok=True)
-        tmp = f"{parent}/.{PurePosixPath(path).name}.{os.getpid()}.tmp"
-        with self._fs.open(tmp, "wb") as f:
+        self._fs.mkdirs(str(PurePosixPath(path).parent), exist_ok=True)
+        with self._fs.open(path, "wb") as f:
             f.write(payload)
-        self._fs.mv(tmp, path)
         self._invalidate_cache()
 
     def _exists(self) -> bool:

@@ -155,7 +155,7 @@ def test_the_model_input_is_one_parameter():
     assert "latest_model" in create_pipeline().inputs()
     pipe = create_pipeline(model_input="gen_012.model")
     assert pipe.inputs() == {"gen_012.model", "pons_positions", "params:export"}
-    assert pipe.outputs() == {"onnx_model_mlflow", "export_metrics", "play_page"}
+    assert pipe.outputs() == {"onnx_model_mlflow", "export_metrics"}
 
 
 def test_registered_versions_describe_themselves_and_the_champion_is_the_best(project):

@@ -50,15 +50,14 @@ class ExportConfig:
 
 def export_onnx_model(
     model: nn.Module, positions: pd.DataFrame, params: dict
-) -> tuple[onnx.ModelProto, onnx.ModelProto, dict]:
+) -> tuple[onnx.ModelProto, dict]:
     """Export ``model`` to ONNX behind the parity gate.
 
     The file's metadata carries the model's ``meta`` (its generation) and its
     ``solver.acc`` and ``solver.weak_acc`` on the solver-labelled ``positions``,
     which the registry version's tags and the play page show.
 
-    Returns the ONNX model twice (the versioned file and the MLflow ONNX
-    model) and the parity metrics. Raises before returning, so nothing is
+    Returns the ONNX model and the parity metrics. Raises before returning, so nothing is
     written, when the gate fails or the play page could not be built.
     """
     (cfg,) = parse_section("export", params)
@@ -78,7 +77,7 @@ def export_onnx_model(
     }
     log.info("Exported %s to ONNX opset %d (%d bytes)", model.config, cfg.opset, len(data))
     proto = onnx.load_from_string(data)
-    return proto, proto, {k: {"value": v, "step": 0} for k, v in metrics.items()}
+    return proto, {k: {"value": v, "step": 0} for k, v in metrics.items()}
 
 
 def build_play_page(onnx_model: onnx.ModelProto, params: dict) -> dict[str, bytes]:
@@ -88,3 +87,9 @@ def build_play_page(onnx_model: onnx.ModelProto, params: dict) -> dict[str, byte
     files = web.page_files(data, onnx_info(data), cfg.ort_web_dir)
     log.info("Play page: %d files, %.1f MB", len(files), sum(map(len, files.values())) / 1e6)
     return files
+
+
+def register_model(onnx_model: onnx.ModelProto, play_page) -> onnx.ModelProto:
+    """The ONNX model for MLflow (logged, registered and described as it is saved). It takes
+    the play page only to run after it: the registry gets a version once the files exist."""
+    return onnx_model

@@ -1,0 +1,186 @@
+"""The project's ``kedro run``: Kedro's own run command, with one-paragraph errors.
+
+Kedro finds this module (``<package>.cli``) for ``kedro run`` and for
+``python -m connect_zero_pipeline``. ``run`` takes every option of Kedro's run command
+and one more, ``--verbose``. Before any work it checks the names a user types (``--env``,
+``--pipelines``); after, a user's mistake or a problem of the machine is printed as one
+short message instead of a traceback (:func:`user_error`):
+
+- an unknown env, pipeline or node: the valid names (or the closest ones);
+- a file that cannot be read (bad Parquet, a corrupt model): the dataset's message, which
+  names the file;
+- a full disk or a folder that cannot be written; a locked or read-only MLflow store;
+- a run refused before it started (bad parameters, a resume that cannot work);
+- Ctrl-C: ``Interrupted.``, exit 130 (the run is recorded as failed: :mod:`.session`).
+
+``kedro run --verbose`` shows the full traceback instead. A bug of the program (any
+other exception) always shows its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import errno
+import pkgutil
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from kedro.framework.cli.project import run as _kedro_run
+
+VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph message."
+
+# Errors of the machine a user can fix (a full disk, a folder without write permission).
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
+_UNKNOWN_NODES = re.compile(r"Pipeline does not contain nodes named (\[.*?\])")
+
+
+@click.group(name="Connect Zero Pipeline")
+def cli() -> None:
+    """Connect-Zero Pipeline's project commands."""
+
+
+def pipeline_names() -> list[str]:
+    """The pipelines ``--pipelines`` takes: every package of ``pipelines/``, and ``__default__``."""
+    from . import pipelines
+
+    found = (m.name for m in pkgutil.iter_modules(pipelines.__path__) if m.ispkg)
+    return [*sorted(found), "__default__"]
+
+
+def env_names(conf_source: str | None) -> list[str] | None:
+    """The envs of the project's configuration folder (None when it is not a folder)."""
+    from kedro.framework.project import settings
+
+    from .tracking import project_root
+
+    folder = Path(conf_source) if conf_source else Path(project_root()) / settings.CONF_SOURCE
+    if not folder.is_dir():
+        return None
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name != "base")
+
+
+def _listing(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def check_names(
+    env: str | None, conf_source: str | None, pipeline: str | None, pipelines: list[str]
+) -> None:
+    """Refuse an unknown ``--env`` or ``--pipelines`` name, listing the valid ones."""
+    for name in [pipeline] if pipeline else pipelines:
+        valid = pipeline_names()
+        if name not in valid:
+            raise click.UsageError(f"no pipeline named {name!r}; the pipelines are: "
+                                   f"{_listing(valid)}")  # fmt: skip
+    if env:
+        valid_envs = env_names(conf_source)
+        if valid_envs is not None and env not in valid_envs:
+            raise click.UsageError(f"no env named {env!r} (no folder conf/{env}); the envs are: "
+                                   f"{_listing(valid_envs)}")  # fmt: skip
+
+
+def _unknown_nodes(message: str, pipelines: list[str]) -> str | None:
+    found = _UNKNOWN_NODES.search(message)
+    if not found:
+        return None
+    from ast import literal_eval
+
+    from kedro.framework.project import pipelines as registry
+
+    wanted = literal_eval(found.group(1))
+    known: list[str] = []
+    for name in pipelines or ["__default__"]:
+        with contextlib.suppress(Exception):  # no registry: the names alone still help
+            known += [n.name for n in registry[name].nodes]
+    lines = [f"no node named {', '.join(map(repr, wanted))} in this run's pipelines"]
+    for name in wanted:
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+        if close:
+            lines.append(f"  closest to {name!r}: {_listing(close)}")
+    lines.append("  every node: kedro registry describe --name <pipeline> (or make viz)")
+    return "\n".join(lines)
+
+
+def _store_error(exc: BaseException) -> str | None:
+    from .tracking import store_help
+
+    text = str(exc)
+    if "database is locked" in text:
+        return store_help("locked")
+    if "readonly database" in text:
+        return store_help("read-only", detail="attempt to write a readonly database")
+    return None
+
+
+def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
+    """The message for an error that is a user's mistake or the machine's, else None (a bug)."""
+    from kedro.io.core import DatasetError
+
+    from .runs import error_text
+
+    for error in _chain(exc):
+        if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
+            from .runs import run_identity
+
+            where = f" ({error.filename})" if error.filename else ""
+            run_id = run_identity.run_id or "<id>"
+            return (f"{error.strerror or error}{where}. Free space or fix the permission, "
+                    f"then resume the run: make resume RUN={run_id}")  # fmt: skip
+        store = _store_error(error)
+        if store:
+            return store
+    if isinstance(exc, DatasetError):
+        return error_text(exc)
+    if isinstance(exc, ValueError):
+        return _unknown_nodes(str(exc), pipelines) or error_text(exc)
+    return None
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _run(verbose: bool, **kwargs: Any) -> Any:
+    pipelines = (
+        [kwargs["pipeline"]] if kwargs.get("pipeline") else list(kwargs.get("pipelines") or [])
+    )
+    check_names(kwargs.get("env"), kwargs.get("conf_source"), kwargs.get("pipeline"), pipelines)
+    try:
+        return _kedro_run.callback(**kwargs)
+    except click.ClickException:
+        raise
+    except KeyboardInterrupt:
+        if verbose:
+            raise
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        message = None if verbose else user_error(exc, pipelines)
+        if message is None:
+            raise
+        from .runs import run_identity
+
+        click.secho(f"Error: {message}", err=True, fg="red")
+        if run_identity.run_id:
+            click.echo(f"Run {run_identity.run_id} is recorded as failed; once fixed, resume "
+                       f"it: make resume RUN={run_identity.run_id}", err=True)  # fmt: skip
+        click.echo("(kedro run --verbose shows the traceback)", err=True)
+        sys.exit(1)
+
+
+run = click.Command(
+    name="run",
+    params=[*_kedro_run.params, click.Option(["--verbose"], is_flag=True, help=VERBOSE_HELP)],
+    callback=_run,
+    help=_kedro_run.help,
+    short_help=_kedro_run.short_help,
+)
+cli.add_command(run)

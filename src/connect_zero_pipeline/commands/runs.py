@@ -1,0 +1,58 @@
+"""``python -m connect_zero_pipeline runs``: the project's runs and how each ended.
+
+Usage::
+
+    python -m connect_zero_pipeline runs [--project DIR]
+
+One row per run manifest (``data/runs/<id>.json``), oldest first: the run id, its
+status, its pipelines and when it started, and for a failed run the error's one line.
+The status is :func:`..runs.run_status`'s: ``running`` (its process is alive),
+``finished``, ``failed``, or ``interrupted`` (killed, or it could not record its end).
+A ``failed`` or ``interrupted`` run continues with ``make resume RUN=<id>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..naming import pipeline_label
+from ..runs import known_runs, read_manifest, run_status
+
+RESUMABLE = ("failed", "interrupted")
+
+
+def runs_table(project: Path) -> str:
+    """The runs of ``project`` as a Markdown table (and a line on resuming)."""
+    rows, resumable = [], []
+    for run_id in known_runs(project):
+        manifest = read_manifest(project, run_id)
+        status = run_status(manifest)
+        if status in RESUMABLE:
+            resumable.append(run_id)
+        cells = [f"`{run_id}`", status, pipeline_label(manifest.get("pipelines")),
+                 str(manifest.get("started", "-")), manifest.get("error", "")]  # fmt: skip
+        rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    if not rows:
+        return f"no runs in {project.resolve()} yet (kedro run starts one)"
+    lines = ["| run | status | pipelines | started | error |", "|---|---|---|---|---|", *rows]
+    if resumable:
+        lines += ["", f"Continue a failed or interrupted run: make resume RUN={resumable[-1]}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m connect_zero_pipeline runs",
+        description="List the project's runs: id, status (running, finished, failed, "
+        "interrupted), pipelines, start and error.",
+    )
+    parser.add_argument("--project", default=".", help="project folder (default: .)")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    print(runs_table(Path(args.project)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""``ProjectSession``: a ``KedroSession`` after which a failed run always says it failed.
+
+Kedro tells hooks of a failure (``on_pipeline_error``) only when a node raised an
+``Exception``. A run can also fail in a hook before the first node (the MLflow store),
+or be stopped with Ctrl-C (``KeyboardInterrupt``); the session then calls
+:func:`.hooks.record_failure`, so the run's manifest says ``failed`` with the error and
+its MLflow runs end FAILED in every case. ``settings.SESSION_CLASS`` names it, so
+``kedro run`` and ``python -m connect_zero_pipeline`` use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kedro.framework.session import KedroSession
+
+
+class ProjectSession(KedroSession):
+    def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return super().run(*args, **kwargs)
+        except BaseException as error:
+            from .hooks import record_failure
+
+            record_failure(error)
+            raise
