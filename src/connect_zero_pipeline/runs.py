@@ -357,18 +357,17 @@ class RunIdentityHook:
             write_manifest(self.root, self.manifest)
 
     def _finish(self, status: str, error: BaseException | None = None) -> None:
-        manifest, self.manifest, self.resumed = self.manifest, None, None
-        if manifest is None:
+        if self.manifest is None:
             return
-        manifest["status"] = status
-        manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        record = {k: v for k, v in self.manifest.items() if k != "error"}
+        record["status"] = status
+        record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         if error is not None:
-            manifest["error"] = error_line(error)
-        else:
-            manifest.pop("error", None)
-        write_manifest(self.root, manifest)
+            record["error"] = error_line(error)
+        write_manifest(self.root, record)  # a failed write leaves the run open for fail()
+        self.manifest = self.resumed = None
 
-    @hook_impl
+    @hook_impl(trylast=True)  # the run's last write: a failure before it is not "finished"
     def after_pipeline_run(self) -> None:
         self._finish("finished")
 

@@ -18,12 +18,15 @@ from connect_zero_pipeline.runs import run_identity
 from connect_zero_pipeline.session import ProjectSession
 from connect_zero_pipeline.summary import RunSummaryHook
 
+# run_identity comes last: of the hooks that run last after a pipeline (trylast), pluggy
+# calls the last registered last, and the run's manifest says "finished" only after
+# every other write of the run.
 HOOKS = (
     RunStartHook(),
-    run_identity,
     GenerationRunsHook(),
     RunSummaryHook(),
     MlflowRunStackHook(),
+    run_identity,
 )
 
 # Every versioned output appears whole or not at all (datasets/atomic.py).

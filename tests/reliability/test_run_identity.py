@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from connect_zero_pipeline.commands.runs import runs_table
 from connect_zero_pipeline.pipelines.alphazero.structure import AlphaZeroConfig
-from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest
+from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest, run_status
 from tests.conftest import (
     FINISHED_RUN,
     TINY_CLI,
@@ -65,7 +66,10 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
         proc.wait()
         proc.stdout.close()
     (run_id,) = set(known_runs(project)) - {earlier_id}
-    assert read_manifest(project, run_id)["status"] == "running"  # killed: never finished
+    killed = read_manifest(project, run_id)
+    assert killed["status"] == "running"  # killed: it could not record its end
+    assert run_status(killed) == "interrupted"  # its process is gone: not a live run
+    assert f"| `{run_id}` | interrupted |" in runs_table(project)
     assert _run_file(project, "data/05_model_input/selfplay/gen_002/games.parquet", run_id).exists()
     assert not _run_file(project, "data/06_models/latest_model.pt", run_id).exists()
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from fsspec.implementations.local import LocalFileSystem
 from kedro.io import DataCatalog
-from kedro.io.core import AbstractVersionedDataset
+from kedro.io.core import AbstractVersionedDataset, Version
 
 from ..core.files import atomic_path
 
@@ -50,11 +50,16 @@ class AtomicDataCatalog(DataCatalog):
             log.info("%s: version %s is already complete (a resumed run); kept as it is",
                      ds_name, final.parent.name)  # fmt: skip
             return None
+        version = dataset._version
         with atomic_path(final) as tmp:
-            dataset._get_save_path = lambda: PurePosixPath(tmp)  # this save only
+            # For this save only: write to tmp, and let Kedro's check after the save read the
+            # version being written (it is not in place until the rename).
+            dataset._get_save_path = lambda: PurePosixPath(tmp)
+            dataset._version = Version(version.load or final.parent.name, final.parent.name)
             try:
                 super().save(ds_name, data)
             finally:
                 del dataset._get_save_path
+                dataset._version = version
         dataset._clear_version_cache()
         return None

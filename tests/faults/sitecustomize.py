@@ -1,0 +1,161 @@
+"""Fault injection for real ``kedro run`` processes (see ``tests/faults/sweep.py``).
+
+Python imports this module at start-up when ``tests/faults`` is on ``PYTHONPATH``. It does
+something only when ``CZ_FAULT_LOG`` names a file, and only in the first process that sees
+it (not in the run's worker processes). It then counts the run's *write points*, in the
+order the run reaches them, appending one JSON line per event to ``CZ_FAULT_LOG``:
+
+- ``dataset``: every save through the project's catalog (``AtomicDataCatalog.save``);
+- ``manifest``: every write of the run's manifest (``runs.write_manifest``, ``claim_manifest``);
+- ``mlflow``: every write of MLflow's tracking and registry stores (the outermost call of
+  each ``create_*``, ``log_*``, ``set_*``, ``update_*``, ... method) and every artifact copy.
+
+``CZ_FAULT_AT=k`` makes write point ``k`` (1-based) fail with ``OSError(ENOSPC)`` the way a
+full disk does: inside it, the first write to a file writes half its bytes and raises; a
+store write raises before it changes anything; a point that wrote nothing raises at its
+end. Every load of a versioned file is logged with the sha256 of the bytes read, so a test
+can show that no partial version was ever read.
+"""
+
+from __future__ import annotations
+
+import os
+
+_LOG = os.environ.get("CZ_FAULT_LOG")
+if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
+    os.environ["CZ_FAULT_OWNER"] = str(os.getpid())  # worker processes inherit it: inactive
+
+    import builtins
+    import errno
+    import functools
+    import hashlib
+    import io
+    import json
+    import re
+    import threading
+    from pathlib import Path
+
+    _AT = int(os.environ.get("CZ_FAULT_AT", "0"))
+    _state = threading.local()
+    _count = 0
+    _armed = False  # inside the faulted write point: the next write fails
+    _real_open = builtins.open
+
+    def _event(**fields) -> None:
+        with _real_open(_LOG, "a") as f:
+            f.write(json.dumps(fields) + "\n")
+
+    def _disk_full(what: str) -> OSError:
+        _event(fault=_count, during=what)
+        return OSError(errno.ENOSPC, "No space left on device (injected)", what)
+
+    class _HalfWriter:
+        """A file whose first write stores half its bytes, then fails as a full disk does."""
+
+        def __init__(self, file, name):
+            self._file, self._name = file, name
+
+        def write(self, data):
+            global _armed
+            if _armed:
+                _armed = False
+                part = data[: len(data) // 2]
+                self._file.write(part)
+                self._file.flush()
+                raise _disk_full(str(self._name))
+            return self._file.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self._file, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._file.close()
+
+    @functools.wraps(_real_open)
+    def _open(file, mode="r", *args, **kwargs):
+        handle = _real_open(file, mode, *args, **kwargs)
+        if _armed and any(c in mode for c in "wax+"):
+            return _HalfWriter(handle, file)
+        return handle
+
+    builtins.open = io.open = _open
+
+    def _point(kind: str, name: str, call, /, *args, **kwargs):
+        """Run ``call`` as one write point (nested points inside it are not counted)."""
+        global _count, _armed
+        depth = getattr(_state, "depth", 0)
+        if depth:
+            return call(*args, **kwargs)
+        _count += 1
+        _event(point=_count, kind=kind, name=name)
+        faulted = _count == _AT
+        if faulted and kind == "mlflow":
+            raise _disk_full(name)
+        _armed = faulted
+        _state.depth = depth + 1
+        try:
+            result = call(*args, **kwargs)
+        finally:
+            _state.depth = depth
+            still_armed, _armed = _armed, False
+        if faulted and still_armed:  # it wrote no file: the disk fills right after it
+            raise _disk_full(name)
+        return result
+
+    def _wrap(owner, attr: str, kind: str, label=None) -> None:
+        original = getattr(owner, attr)
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            name = label(*args, **kwargs) if label else f"{owner.__name__}.{attr}"
+            return _point(kind, name, original, *args, **kwargs)
+
+        setattr(owner, attr, wrapper)
+
+    def _sha(path: Path) -> str:
+        h = hashlib.sha256()
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            h.update(str(file.relative_to(path) if path.is_dir() else "").encode())
+            h.update(file.read_bytes())
+        return h.hexdigest()
+
+    from connect_zero_pipeline import runs
+    from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
+
+    _wrap(AtomicDataCatalog, "save", "dataset", lambda self, name, data: name)
+    for _fn in ("write_manifest", "claim_manifest"):
+        _wrap(runs, _fn, "manifest", lambda root, manifest, _f=_fn: f"{_f} {manifest['status']}")
+
+    _original_load = AtomicDataCatalog.load
+
+    def _load(self, name, *args, **kwargs):
+        data = _original_load(self, name, *args, **kwargs)
+        dataset = self[name]
+        try:
+            path = Path(str(dataset._get_load_path()))
+        except Exception:  # not a versioned file
+            return data
+        if path.exists():
+            _event(load=name, path=str(path), sha=_sha(path))
+        return data
+
+    AtomicDataCatalog.load = _load
+
+    from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
+    from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as _Registry
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore as _Tracking
+
+    _WRITES = re.compile(
+        r"^(create|log|set|update|delete|record|finalize|rename|transition|"
+        r"restore|link|unlink|add|register)_"
+    )
+    for _store in (_Tracking, _Registry):
+        for _attr in sorted(vars(_store)):
+            if _WRITES.match(_attr) and callable(getattr(_store, _attr)):
+                _wrap(_store, _attr, "mlflow")
+    for _attr in ("log_artifact", "log_artifacts"):
+        _wrap(LocalArtifactRepository, _attr, "mlflow")

@@ -1,0 +1,243 @@
+"""The fault-injection sweep: each write point of a tiny real run fails once, then the run resumes.
+
+A clean ``kedro run`` (one generation, then the export) counts the run's write points
+(``tests/faults/sitecustomize.py``: every dataset save, manifest write and MLflow write).
+For write point ``k``, a fresh project runs the same command with point ``k`` failing as a
+full disk does, then ``make resume``'s command runs with the fault removed. Every time:
+
+- the failed run exits non-zero and its manifest says ``failed`` (never ``running``);
+- the resumed run exits 0 and its manifest says ``finished``;
+- the outputs hash the same as the clean run's (the content: Parquet rows, model weights,
+  ONNX initializers, metrics without timings, the play page's files);
+- every versioned file either run read is byte-identical to the complete file at that
+  path at the end (so no partial version was ever read; versions are never overwritten);
+- the registry has exactly one version of this run.
+
+``tests/reliability/test_faults.py`` runs a seeded sample of points in CI; the whole sweep::
+
+    .venv/bin/python -m tests.faults.sweep --all       # every point (prints one line each)
+    .venv/bin/python -m tests.faults.sweep --sample 3  # a seeded sample, as CI does
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SHIM = Path(__file__).resolve().parent
+KEDRO = str(Path(sys.executable).with_name("kedro"))
+PARAMS = (
+    "selfplay.num_games=8,selfplay.sims=2,selfplay.moves_per_gen=48,selfplay.workers=1,"
+    "train.batch_size=16,evaluate.mcts_sims=2,evaluate.previous_games=2,"
+    "evaluate.previous_sims=2,alphazero.num_generations=1"
+)
+_TIMING = re.compile(r"seconds|per_s$")
+_RUN_ID = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z")
+
+
+def kedro(project: Path, *args: str, log: Path, fault_at: int = 0) -> subprocess.CompletedProcess:
+    """``kedro <args>`` in ``project`` with the fault shim on (point ``fault_at`` fails; 0: none)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(SHIM), os.environ.get("PYTHONPATH")])),
+        "CZ_FAULT_LOG": str(log),
+        "CZ_FAULT_AT": str(fault_at),
+        "CUDA_VISIBLE_DEVICES": "",
+        "COLUMNS": "250",
+        "OMP_NUM_THREADS": "1",
+        "DO_NOT_TRACK": "1",
+        "KEDRO_DISABLE_TELEMETRY": "1",
+    }
+    env.pop("CZ_FAULT_OWNER", None)
+    return subprocess.run([KEDRO, *args], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+def events(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def manifest(project: Path) -> dict:
+    (path,) = sorted((project / "data" / "runs").glob("*.json"))
+    return json.loads(path.read_text())
+
+
+def _digest_file(path: Path) -> str:
+    h = hashlib.sha256()
+    suffix = path.suffix
+    if suffix == ".parquet":
+        import pandas as pd
+
+        df = pd.read_parquet(path)
+        h.update(",".join(df.columns).encode())
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    elif suffix == ".pt":
+        import torch
+
+        state = torch.load(path, weights_only=True)["state_dict"]
+        for key in sorted(state):
+            h.update(key.encode() + state[key].numpy().tobytes())
+    elif suffix == ".onnx":
+        import onnx
+        from onnx import numpy_helper
+
+        model = onnx.load(path)
+        for tensor in sorted(model.graph.initializer, key=lambda t: t.name):
+            h.update(tensor.name.encode() + numpy_helper.to_array(tensor).tobytes())
+        h.update(json.dumps(sorted((p.key, p.value) for p in model.metadata_props)).encode())
+    elif suffix == ".json":
+        data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if not _TIMING.search(k)}
+        h.update(json.dumps(data, sort_keys=True).encode())
+    elif suffix == ".png":
+        from PIL import Image
+
+        with Image.open(path) as image:  # a truncated PNG fails here
+            image.load()
+            h.update(f"{image.size}".encode())
+    else:
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def outputs(project: Path, run_id: str) -> dict[str, str]:
+    """``{path with the run id as <run>: content digest}`` of every file the run wrote."""
+    out = {}
+    for path in sorted((project / "data").rglob("*")):
+        if path.is_file() and run_id in path.parts:
+            rel = str(path.relative_to(project)).replace(run_id, "<run>")
+            out[rel] = _digest_file(path)
+    return out
+
+
+def leftovers(project: Path) -> list[str]:
+    """Files a version holds that are not complete outputs: staging siblings left behind."""
+    return sorted(str(p.relative_to(project)) for p in (project / "data").rglob(".*partial-*"))
+
+
+def registry_versions(project: Path, run_id: str) -> int:
+    import mlflow
+
+    store = f"sqlite:///{project / 'mlflow.db'}"
+    client = mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
+    return sum(v.tags.get("run_id") == run_id
+               for v in client.search_model_versions("name='connect-zero'"))  # fmt: skip
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        h.update(str(file.relative_to(path) if path.is_dir() else "").encode())
+        h.update(file.read_bytes())
+    return h.hexdigest()
+
+
+def clean_run(template: Path, work: Path) -> tuple[list[dict], dict[str, str]]:
+    """The clean run of a copy of ``template``: its write points and its outputs' digests."""
+    project = work / "clean"
+    shutil.copytree(template, project)
+    log = work / "clean.jsonl"
+    done = kedro(project, "run", "--params", PARAMS, log=log)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_id = manifest(project)["run_id"]
+    points = [e for e in events(log) if "point" in e]
+    return points, outputs(project, run_id)
+
+
+def check_point(template: Path, work: Path, k: int, clean: dict[str, str]) -> dict:
+    """Fail write point ``k``, resume, and check everything the module docstring lists."""
+    project = work / f"point_{k:03d}"
+    shutil.copytree(template, project)
+    log = work / f"point_{k:03d}.jsonl"
+    failed = kedro(project, "run", "--params", PARAMS, log=log, fault_at=k)
+    faults = [e for e in events(log) if "fault" in e]
+    assert faults, f"point {k}: the fault never fired"
+    what = f"point {k} ({faults[0]['during']})"
+    assert failed.returncode != 0, f"{what}: the run did not fail\n{failed.stdout[-2000:]}"
+    assert "Traceback" not in failed.stdout + failed.stderr, (
+        f"{what}: a traceback\n" + (failed.stdout + failed.stderr)[-3000:]
+    )
+    record = manifest(project)
+    assert record["status"] == "failed", f"{what}: manifest {record['status']}"
+    assert "No space left on device" in record.get("error", ""), f"{what}: {record.get('error')}"
+    run_id = record["run_id"]
+    resumed = kedro(project, "run", "--only-missing-outputs", "--params",
+                    f"{PARAMS},resume={run_id}", log=log)  # fmt: skip
+    assert resumed.returncode == 0, f"{what}: resume failed\n{resumed.stderr[-3000:]}"
+    assert manifest(project)["status"] == "finished", what
+    got = outputs(project, run_id)
+    assert got == clean, f"{what}: outputs differ: " + str(
+        sorted(k for k in set(got) | set(clean) if got.get(k) != clean.get(k))
+    )
+    for load in (e for e in events(log) if "load" in e):
+        assert _sha(Path(load["path"])) == load["sha"], f"{what}: read a partial {load['path']}"
+    assert registry_versions(project, run_id) == 1, f"{what}: registry versions"
+    return {
+        "point": k,
+        "during": faults[0]["during"],
+        "loads": sum("load" in e for e in events(log)),
+    }
+
+
+def sample(points: list[dict], size: int, seed: int) -> list[int]:
+    """``size`` points drawn by ``seed``, one of each kind first (dataset, manifest, mlflow)."""
+    rng = random.Random(seed)
+    by_kind: dict[str, list[int]] = {}
+    for e in points:
+        by_kind.setdefault(e["kind"], []).append(e["point"])
+    chosen = [rng.choice(by_kind[kind]) for kind in sorted(by_kind)][:size]
+    rest = [e["point"] for e in points if e["point"] not in chosen]
+    return sorted(chosen + rng.sample(rest, max(0, size - len(chosen))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--all", action="store_true", help="every write point")
+    parser.add_argument("--sample", type=int, default=3, help="points to sample (default 3)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", default=None, help="folder for the projects (default: a tmp)")
+    args = parser.parse_args(argv)
+    import tempfile
+
+    sys.path.insert(0, str(REPO))
+    from tests.conftest import PONS_FILE, make_project, tiny_pons_set, write_versioned_parquet
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="fault-sweep-"))
+    template = make_project(work / "template", pin_store=False)  # each copy its own store
+    write_versioned_parquet(template, PONS_FILE, tiny_pons_set())
+    start = time.perf_counter()
+    points, clean = clean_run(template, work)
+    kinds = {k: sum(e["kind"] == k for e in points) for k in sorted({e["kind"] for e in points})}
+    print(json.dumps({"write_points": len(points), "by_kind": kinds,
+                      "clean_seconds": round(time.perf_counter() - start, 1)}), flush=True)  # fmt: skip
+    chosen = [e["point"] for e in points] if args.all else sample(points, args.sample, args.seed)
+    failures = 0
+    for k in chosen:
+        t0 = time.perf_counter()
+        try:
+            report = check_point(template, work, k, clean)
+            report["ok"] = True
+        except AssertionError as exc:
+            failures += 1
+            report = {"point": k, "ok": False, "error": str(exc)[:2000]}
+        report["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(report), flush=True)
+    print(json.dumps({"checked": len(chosen), "failed": failures,
+                      "seconds": round(time.perf_counter() - start, 1)}))  # fmt: skip
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""Faults in the middle of a run: every version is complete or absent, every failed run says so,
+and a user's mistake is one short message, never a traceback.
+
+The fault sweep (``tests/faults/sweep.py``) makes one write point of a tiny real run fail as
+a full disk does and resumes it. CI checks a seeded sample, one point of each kind (a dataset
+save, a manifest write, an MLflow write); ``python -m tests.faults.sweep --all`` checks them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+
+import pytest
+
+from tests.conftest import (
+    PONS_FILE,
+    TINY_CLI,
+    cli_params,
+    copy_project,
+    files_under,
+    kedro_cli,
+    make_project,
+    wait_for_line,
+    write_versioned_parquet,
+)
+from tests.faults import sweep
+
+SAMPLE_SEED = 0
+
+
+@pytest.fixture(scope="module")
+def sweep_base(tmp_path_factory, pons_set):
+    """``(template project, work folder, write points, the clean run's output digests)``."""
+    work = tmp_path_factory.mktemp("faults")
+    template = make_project(work / "template", pin_store=False)  # each copy: its own store
+    write_versioned_parquet(template, PONS_FILE, pons_set)
+    points, clean = sweep.clean_run(template, work)
+    return template, work, points, clean
+
+
+@pytest.mark.xdist_group("faults")  # with the sweep tests: one clean run per session
+def test_the_clean_run_has_write_points_of_every_kind(sweep_base):
+    _, _, points, clean = sweep_base
+    kinds = {e["kind"] for e in points}
+    assert kinds == {"dataset", "manifest", "mlflow"}
+    saved = {e["name"] for e in points if e["kind"] == "dataset"}
+    assert {"gen_001.games", "gen_001.model", "onnx_model", "play_page",
+            "onnx_model_mlflow"} <= saved  # fmt: skip
+    assert any(path.endswith("play/index.html") for path in clean)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("faults")
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_full_disk_at_a_write_point_fails_the_run_cleanly_and_it_resumes_whole(
+    sweep_base, position
+):
+    template, work, points, clean = sweep_base
+    k = sweep.sample(points, 3, SAMPLE_SEED)[position]
+    report = sweep.check_point(template, work, k, clean)  # asserts everything; see sweep.py
+    assert report["loads"] > 0
+
+
+# ---------------------------------------------------------------------------
+# A user's mistake: one message that names the file or the valid names
+# ---------------------------------------------------------------------------
+
+
+def _clean_error(res) -> str:
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "Traceback" not in out and "│" not in out, out[-3000:]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--pipelines=alphazer"], "no pipeline named 'alphazer'; the pipelines are: alphazero,"),
+        (["--pipeline=alphazer"], "no pipeline named 'alphazer'"),
+        (["--env", "nosuchenv"], "no env named 'nosuchenv' (no folder conf/nosuchenv); the envs"),
+    ],
+)
+def test_unknown_pipeline_or_env_lists_the_valid_names(kedro_project, args, expected):
+    before = files_under(kedro_project)
+    out = _clean_error(kedro_cli(kedro_project, "run", *args))
+    assert expected in out
+    assert files_under(kedro_project) == before
+
+
+def test_an_unknown_node_names_the_closest_ones(kedro_project):
+    out = _clean_error(kedro_cli(kedro_project, "run", "--nodes=gen_001.trian"))
+    assert "no node named 'gen_001.trian'" in out
+    assert "closest to 'gen_001.trian': gen_001.train" in out
+    assert not (kedro_project / "data" / "runs").exists()
+
+
+def _newer_version(project, relpath: str, content: bytes) -> None:
+    target = project / relpath / "2099-01-01T00.00.00.000Z" / relpath.rsplit("/", 1)[-1]
+    target.parent.mkdir(parents=True)
+    target.write_bytes(content)
+
+
+@pytest.mark.parametrize(
+    ("relpath", "content", "expected"),
+    [
+        (PONS_FILE, b"PAR1 not really", "Parquet magic bytes not found"),
+        ("data/06_models/latest_model.pt", b"\x00garbage", "is not a readable model file"),
+    ],
+)
+def test_a_corrupt_input_file_is_named_in_one_message(finished_run, tmp_path, relpath, content,
+                                                       expected):  # fmt: skip
+    project = copy_project(finished_run[0], tmp_path / "project")
+    _newer_version(project, relpath, content)
+    res = kedro_cli(project, "run", "--pipelines=export")
+    out = _clean_error(res)
+    assert expected in out and "2099-01-01T00.00.00.000Z" in out  # names the file
+    assert "kedro run --verbose shows the traceback" in out
+    manifests = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
+    (manifest,) = [m for m in manifests if m["pipelines"] == ["export"]]
+    assert manifest["status"] == "failed" and expected in manifest["error"]
+    verbose = kedro_cli(project, "run", "--pipelines=export", "--verbose")
+    assert verbose.returncode != 0 and "Traceback" in verbose.stdout + verbose.stderr
+
+
+# ---------------------------------------------------------------------------
+# The MLflow store: locked, read-only
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store_project(finished_run, tmp_path):
+    return copy_project(finished_run[0], tmp_path / "project")
+
+
+def test_a_locked_store_is_waited_for_then_refused_with_the_file_named(store_project):
+    project = store_project
+    before = files_under(project / "data")
+    holder = sqlite3.connect(project / "mlflow.db")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        env = {**os.environ, "CZ_STORE_WAIT_S": "1"}
+        res = subprocess.run([sweep.KEDRO, "run", "--pipelines=export"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    finally:
+        holder.rollback()
+        holder.close()
+    out = _clean_error(res)
+    assert f"The MLflow store {project / 'mlflow.db'} is locked" in out
+    assert "more than 1 s" in out
+    assert files_under(project / "data") == before  # refused before the run began
+
+
+def _make_read_only(path):
+    """Read-only for this user: the mode bits, or the immutable flag for root (who ignores them)."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        return lambda: path.chmod(0o644)
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    return lambda: subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_read_only_store_is_refused_before_anything_is_written(store_project):
+    project = store_project
+    db = project / "mlflow.db"
+    before = {f: (project / f).stat().st_mtime_ns for f in files_under(project)}
+    undo = _make_read_only(db)
+    try:
+        res = kedro_cli(project, "run", "--pipelines=export")
+    finally:
+        undo()
+    out = _clean_error(res)
+    assert f"The MLflow store {db} cannot be written" in out and "Nothing was written." in out
+    after = {f: (project / f).stat().st_mtime_ns for f in files_under(project)}
+    assert after == before
+
+
+# ---------------------------------------------------------------------------
+# Ctrl-C in a run
+# ---------------------------------------------------------------------------
+
+
+def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
+    from tests.conftest import mlflow_client
+
+    project = pons_project
+    params = cli_params({**TINY_CLI, "alphazero.num_generations": 1})
+    proc = kedro_cli(project, "run", "--params", params, wait=False)
+    try:
+        wait_for_line(proc, "Running node: train")
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stdout.read()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+    assert proc.returncode == 130
+    assert "Interrupted." in rest and "Traceback" not in rest
+    (manifest,) = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
+    assert manifest["status"] == "failed" and manifest["error"] == "interrupted (Ctrl-C)"
+    runs = mlflow_client(project).search_runs(["1"])
+    statuses = {r.info.run_name.split()[0]: r.info.status for r in runs}
+    assert statuses["alphazero"] == "FAILED" and statuses["gen_001"] == "FAILED"
+
+
+def test_no_version_is_left_partial_when_a_save_fails(tmp_path):
+    """The catalog's atomic save, alone: a save that raises half-way leaves no version."""
+    import pandas as pd
+    from kedro.io.core import Version
+    from kedro_datasets.pandas import ParquetDataset
+
+    from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
+
+    class Broken(ParquetDataset):
+        def save(self, data):
+            path = self._get_save_path()
+            self._fs.mkdirs(str(path.parent), exist_ok=True)
+            with self._fs.open(str(path), "wb") as f:
+                f.write(b"PAR1 half a file")
+            raise OSError(28, "No space left on device")
+
+    version = Version(None, "2026-01-01T00.00.00.000Z")
+    filepath = str(tmp_path / "t.parquet")
+    catalog = AtomicDataCatalog({"t": Broken(filepath=filepath, version=version)})
+    with pytest.raises(Exception, match="No space left"):
+        catalog.save("t", pd.DataFrame({"a": [1]}))
+    assert files_under(tmp_path) == set()  # no version, no staging file
+    assert not catalog["t"].exists()
+    good = AtomicDataCatalog({"t": ParquetDataset(filepath=filepath, version=version)})
+    good.save("t", pd.DataFrame({"a": [1]}))
+    assert files_under(tmp_path) == {"t.parquet/2026-01-01T00.00.00.000Z/t.parquet"}
+    good.save("t", pd.DataFrame({"a": [2]}))  # a resumed run: the complete version is kept
+    assert pd.read_parquet(tmp_path / "t.parquet/2026-01-01T00.00.00.000Z/t.parquet").a[0] == 1
+    shutil.rmtree(tmp_path / "t.parquet")
