@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +20,6 @@ from tests.conftest import (
     PONS_FILE,
     TINY_CLI,
     cli_params,
-    copy_project,
     files_under,
     kedro_cli,
     make_project,
@@ -93,17 +91,33 @@ def test_unknown_pipeline_or_env_lists_the_valid_names(kedro_project, args, expe
     assert files_under(kedro_project) == before
 
 
-def test_an_unknown_node_names_the_closest_ones(kedro_project):
+def test_an_unknown_node_names_the_closest_ones_and_verbose_shows_the_traceback(kedro_project):
     out = _clean_error(kedro_cli(kedro_project, "run", "--nodes=gen_001.trian"))
     assert "no node named 'gen_001.trian'" in out
     assert "closest to 'gen_001.trian': gen_001.train" in out
+    assert "kedro run --verbose shows the traceback" in out
     assert not (kedro_project / "data" / "runs").exists()
+    verbose = kedro_cli(kedro_project, "run", "--nodes=gen_001.trian", "--verbose")
+    assert verbose.returncode != 0 and "Traceback" in verbose.stdout + verbose.stderr
 
 
 def _newer_version(project, relpath: str, content: bytes) -> None:
     target = project / relpath / "2099-01-01T00.00.00.000Z" / relpath.rsplit("/", 1)[-1]
     target.parent.mkdir(parents=True)
     target.write_bytes(content)
+
+
+@pytest.fixture
+def export_project(pons_project):
+    """A project with a model to export (an untrained one) and the solver set."""
+    from kedro.io.core import Version
+
+    from connect_zero_pipeline.core.models import build_model
+    from connect_zero_pipeline.datasets import TorchModelDataset
+
+    path = str(pons_project / "data/06_models/latest_model.pt")
+    TorchModelDataset(path, version=Version(None, None)).save(build_model("mlp"))
+    return pons_project
 
 
 @pytest.mark.parametrize(
@@ -113,19 +127,14 @@ def _newer_version(project, relpath: str, content: bytes) -> None:
         ("data/06_models/latest_model.pt", b"\x00garbage", "is not a readable model file"),
     ],
 )
-def test_a_corrupt_input_file_is_named_in_one_message(finished_run, tmp_path, relpath, content,
-                                                       expected):  # fmt: skip
-    project = copy_project(finished_run[0], tmp_path / "project")
+def test_a_corrupt_input_file_is_named_in_one_message(export_project, relpath, content, expected):
+    project = export_project
     _newer_version(project, relpath, content)
-    res = kedro_cli(project, "run", "--pipelines=export")
-    out = _clean_error(res)
+    out = _clean_error(kedro_cli(project, "run", "--pipelines=export"))
     assert expected in out and "2099-01-01T00.00.00.000Z" in out  # names the file
     assert "kedro run --verbose shows the traceback" in out
-    manifests = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
-    (manifest,) = [m for m in manifests if m["pipelines"] == ["export"]]
+    (manifest,) = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
     assert manifest["status"] == "failed" and expected in manifest["error"]
-    verbose = kedro_cli(project, "run", "--pipelines=export", "--verbose")
-    assert verbose.returncode != 0 and "Traceback" in verbose.stdout + verbose.stderr
 
 
 # ---------------------------------------------------------------------------
@@ -134,13 +143,18 @@ def test_a_corrupt_input_file_is_named_in_one_message(finished_run, tmp_path, re
 
 
 @pytest.fixture
-def store_project(finished_run, tmp_path):
-    return copy_project(finished_run[0], tmp_path / "project")
+def store_project(kedro_project):
+    """A project whose MLflow store exists (a sqlite file; the check runs before MLflow reads it)."""
+    db = kedro_project / "mlflow.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (x)")
+    con.close()
+    return kedro_project
 
 
 def test_a_locked_store_is_waited_for_then_refused_with_the_file_named(store_project):
     project = store_project
-    before = files_under(project / "data")
+    before = files_under(project)
     holder = sqlite3.connect(project / "mlflow.db")
     holder.execute("BEGIN EXCLUSIVE")
     try:
@@ -153,7 +167,7 @@ def test_a_locked_store_is_waited_for_then_refused_with_the_file_named(store_pro
     out = _clean_error(res)
     assert f"The MLflow store {project / 'mlflow.db'} is locked" in out
     assert "more than 1 s" in out
-    assert files_under(project / "data") == before  # refused before the run began
+    assert files_under(project) == before  # refused before the run began
 
 
 def _make_read_only(path):
@@ -237,4 +251,3 @@ def test_no_version_is_left_partial_when_a_save_fails(tmp_path):
     assert files_under(tmp_path) == {"t.parquet/2026-01-01T00.00.00.000Z/t.parquet"}
     good.save("t", pd.DataFrame({"a": [2]}))  # a resumed run: the complete version is kept
     assert pd.read_parquet(tmp_path / "t.parquet/2026-01-01T00.00.00.000Z/t.parquet").a[0] == 1
-    shutil.rmtree(tmp_path / "t.parquet")
