@@ -127,9 +127,10 @@ def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
             from .runs import run_identity
 
             where = f" ({error.filename})" if error.filename else ""
-            run_id = run_identity.run_id or "<id>"
-            return (f"{error.strerror or error}{where}. Free space or fix the permission, "
-                    f"then resume the run: make resume RUN={run_id}")  # fmt: skip
+            then = "resume the run (below)" if run_identity.run_id else "run again"
+            return (
+                f"{error.strerror or error}{where}. Free space or fix the permission, then {then}."
+            )
         store = _store_error(error)
         if store:
             return store
