@@ -124,6 +124,8 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
         ("selfplay", {"executor": "dask"}, r"selfplay\.executor must be 'local' or 'ray'"),
         ("train", {"lr_min": 1.0}, r"train\.lr_min must be in \(0, lr=0\.003\]"),
         ("train", {"lr": 1e30}, r"train\.lr must be in \(0, 1\.0\], got 1e\+30"),
+        ("train", {"weight_decay": 5}, r"train\.weight_decay must be in \[0, 1\)"),
+        ("train", {"value_coef": 1e4}, r"train\.value_coef must be in \[0, 100\], got 10000"),
         ("model", {"preset": "huge"}, r"unknown model preset 'huge'"),
         ("alphazero", {"num_generations": 0}, r"alphazero\.num_generations must be an integer"),
         ("reinforce", {"num_chunks": 1000}, r"reinforce\.num_chunks must be an integer"),
@@ -133,6 +135,13 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
 def test_bad_values_name_their_key(section, params, message):
     with pytest.raises(ValueError, match=message):
         parse_section(section, params)
+
+
+def test_a_reinforce_loss_weight_has_a_bound():
+    from connect_zero_pipeline.core.reinforce.trainer import ReinforceConfig
+
+    with pytest.raises(ValueError, match=r"beta must be in \[0, 100\], got 1000"):
+        ReinforceConfig(beta=1e3)
 
 
 def test_an_unknown_section_names_the_nearest():

@@ -116,6 +116,15 @@ def check_lr(value: Any) -> None:
     check(0 < value <= MAX_LR, "lr", value, f"in (0, {MAX_LR}]")
 
 
+MAX_LOSS_WEIGHT = 100.0
+"""The largest weight of a loss term (``value_coef``, ``beta``): above it the term is a typo."""
+
+
+def check_loss_weight(key: str, value: Any) -> None:
+    """The weight of a loss term: a number in ``[0, MAX_LOSS_WEIGHT]``."""
+    check(0 <= value <= MAX_LOSS_WEIGHT, key, value, f"in [0, {MAX_LOSS_WEIGHT:g}]")
+
+
 def check_loop_length(key: str, value: Any) -> None:
     """A structural loop length (generations, chunks): an integer in [1, 999]."""
     check(is_int(value) and 1 <= value <= 999, key, value, "an integer in [1, 999]")

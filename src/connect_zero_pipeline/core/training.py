@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bitboard import State, to_boards
-from .config import check, check_lr, torch_threads
+from .config import check, check_loss_weight, check_lr, torch_threads
 from .progress import progress_bar as _bar
 
 log = logging.getLogger(__name__)
@@ -100,8 +100,9 @@ class TrainConfig:
         )
         check_lr(self.lr)
         check(0 < self.lr_min <= self.lr, "lr_min", self.lr_min, f"in (0, lr={self.lr}]")
-        check(self.weight_decay >= 0, "weight_decay", self.weight_decay, ">= 0")
-        check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")
+        check(0 <= self.weight_decay < 1, "weight_decay", self.weight_decay,
+              "in [0, 1) (1 or more wipes the weights every step)")  # fmt: skip
+        check_loss_weight("value_coef", self.value_coef)
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..config import check, check_lr, mix_seed
+from ..config import check, check_loss_weight, check_lr, mix_seed
 from ..evaluation import solver_set_metrics, win_rates
 from ..inference import torch_evaluate_fn
 from ..models import build_model
@@ -74,17 +74,13 @@ class ReinforceConfig:
         check(self.games_per_batch >= 2, "games_per_batch", self.games_per_batch, ">= 2")
         check(self.batches_per_chunk >= 1, "batches_per_chunk", self.batches_per_chunk, ">= 1")
         check_lr(self.lr)
-        check(self.beta >= 0, "beta", self.beta, ">= 0")
-        check(
-            self.beta_final is None or self.beta_final >= 0,
-            "beta_final",
-            self.beta_final,
-            ">= 0 or null",
-        )
+        check_loss_weight("beta", self.beta)
+        if self.beta_final is not None:
+            check_loss_weight("beta_final", self.beta_final)
         check(0 < self.gamma <= 1, "gamma", self.gamma, "in (0, 1]")
         check(self.baseline in BASELINES, "baseline", self.baseline, f"one of {BASELINES}")
         check(0 <= self.baseline_decay < 1, "baseline_decay", self.baseline_decay, "in [0, 1)")
-        check(self.value_coef >= 0, "value_coef", self.value_coef, ">= 0")
+        check_loss_weight("value_coef", self.value_coef)
         check(self.opponent in OPPONENTS, "opponent", self.opponent, f"one of {OPPONENTS}")
         check(0 < self.swap_threshold <= 1, "swap_threshold", self.swap_threshold, "in (0, 1]")
         check(self.swap_window >= 1, "swap_window", self.swap_window, ">= 1")
