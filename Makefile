@@ -66,13 +66,14 @@ resume: setup
 
 comma := ,
 
-# One pytest process per core (pytest-xdist); a module's Ray head or browser stays in one
-# process (--dist loadgroup, tests marked xdist_group). TEST_WORKERS=0: one process.
+# One pytest process per core (pytest-xdist). A module's tests run in one process
+# (--dist loadfile), so its Ray head, browser or shared run is made once. (loadgroup's
+# xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process.
 TEST_WORKERS ?= auto
 test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check src tests

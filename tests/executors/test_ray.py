@@ -51,9 +51,8 @@ from connect_zero_pipeline.pipelines.params import parse_section
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
 
-# One Ray head for the module (its fixture): with `pytest -n`, every test here runs in one
-# worker (--dist loadgroup), never two heads on a 2-core machine.
-pytestmark = pytest.mark.xdist_group("ray")
+# One Ray head for the module (its fixture): with `pytest -n --dist loadfile`, every test
+# here runs in one worker, never two heads on a 2-core machine.
 
 RAY = Path(sys.executable).with_name("ray")
 TINY = SelfPlayConfig(num_games=6, sims=4, moves_per_gen=20, temp_cutoff=4, seed=11)

@@ -31,7 +31,7 @@ from tests.faults import sweep
 SAMPLE_SEED = 0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: a module fixture is rebuilt when xdist interleaves
 def sweep_base(tmp_path_factory, pons_set):
     """``(template project, work folder, write points, the clean run's output digests)``."""
     work = tmp_path_factory.mktemp("faults")
@@ -41,7 +41,6 @@ def sweep_base(tmp_path_factory, pons_set):
     return template, work, points, clean
 
 
-@pytest.mark.xdist_group("faults")  # with the sweep tests: one clean run per session
 def test_the_clean_run_has_write_points_of_every_kind(sweep_base):
     _, _, points, clean = sweep_base
     kinds = {e["kind"] for e in points}
@@ -53,7 +52,6 @@ def test_the_clean_run_has_write_points_of_every_kind(sweep_base):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("faults")
 @pytest.mark.parametrize("position", [0, 1, 2])
 def test_a_full_disk_at_a_write_point_fails_the_run_cleanly_and_it_resumes_whole(
     sweep_base, position

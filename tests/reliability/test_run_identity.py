@@ -29,9 +29,9 @@ from tests.conftest import (
     wait_for_line,
 )
 
-# The tests that copy the session's shared finished run share one pytest -n worker, so
-# that the run is made once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("finished_run")]
+# The tests that copy the session's shared finished run are this module's: make test's
+# pytest -n --dist loadfile runs them in one worker, so that the run is made once.
+pytestmark = pytest.mark.slow
 
 
 def _runs(project: Path) -> list:

@@ -43,8 +43,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-# One browser and one page server for the module: one pytest -n worker runs them all.
-pytestmark = pytest.mark.xdist_group("browser")
+# One browser and one page server for the module (make test: pytest -n --dist loadfile
+# runs a module's tests in one worker).
 TURN_SETTLED = "['human', 'over', 'error'].includes(document.querySelector('#board').dataset.turn)"
 
 
