@@ -34,9 +34,11 @@ setup: $(VENV)/.installed web
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# A torch wheel already on the machine (pip find-links) needs no download.
-	$(PIP) install --quiet --no-deps --no-index torch==$(TORCH_VERSION) 2>/dev/null \
-	  || $(PIP) install --quiet --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
-	$(PIP) install --quiet -e ".[$(EXTRAS)]"
+	@# --no-compile: Python compiles what it imports, when first imported (pip would compile
+	@# every file of every package: 40 s of a 2-core machine's set-up).
+	$(PIP) install --quiet --no-compile --no-deps --no-index torch==$(TORCH_VERSION) 2>/dev/null \
+	  || $(PIP) install --quiet --no-compile --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
+	$(PIP) install --quiet --no-compile -e ".[$(EXTRAS)]"
 	touch $@
 
 # The export's offline play page vendors onnxruntime-web, pinned in $(WEB_DIR)/package.json
@@ -67,13 +69,14 @@ resume: setup
 comma := ,
 
 # One pytest process per core (pytest-xdist). A module's tests run in one process
-# (--dist loadfile), so its Ray head, browser or shared run is made once. (loadgroup's
+# (--dist loadfile), so its Ray head, browser or shared run is made once; modules are
+# handed out in collection order, the slow ones first (tests/conftest.py). (loadgroup's
 # xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process.
 TEST_WORKERS ?= auto
 test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: setup
 	$(BIN)/ruff check src tests

@@ -22,6 +22,17 @@ os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def pytest_collection_modifyitems(items):
+    """Modules with the most slow tests first. make test hands whole modules to its pytest -n
+    workers in this order (--dist loadfile --no-loadscope-reorder), so the long ones start at
+    once instead of finishing the run alone."""
+    slow: dict[str, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            slow[item.path.name] = slow.get(item.path.name, 0) + 1
+    items.sort(key=lambda item: -slow.get(item.path.name, 0))  # stable: modules stay whole
+
+
 def _data_skeleton(folder: str, names: list[str]) -> list[str]:
     """``copytree`` filter: only data/'s layer folders and their .gitkeep, never run outputs
     (a real run in the repo must not leak versions, models or caches into a test project)."""

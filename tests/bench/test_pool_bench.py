@@ -10,6 +10,7 @@ from connect_zero_pipeline.bench.pool import run
 from connect_zero_pipeline.executors import local
 
 
+@pytest.mark.slow
 def test_bench_pool_prints_both_series_and_the_saving():
     lines = list(run(argparse.Namespace(quick=True)))
     names = [(line["figure"], line.get("generation")) for line in lines]

@@ -10,6 +10,7 @@ from connect_zero_pipeline.bench.train import run
 from connect_zero_pipeline.core.training import TrainConfig
 
 
+@pytest.mark.slow
 def test_bench_train_prints_the_node_against_the_bare_loop(monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")  # the bench sets it; restored after the test
     (line,) = run(argparse.Namespace(quick=True))

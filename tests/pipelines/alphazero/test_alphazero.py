@@ -36,6 +36,7 @@ def project(pons_project):
     return pons_project
 
 
+@pytest.mark.slow
 def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     run_kedro(project, "alphazero", TINY)
     summary = capsys.readouterr().out
@@ -120,6 +121,7 @@ def _execute_notebook(project):
     assert "gen_002, game" in outputs and "plays column" in outputs
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkeypatch):
     from connect_zero_pipeline.pipelines.train import nodes as train_nodes
 

@@ -30,6 +30,7 @@ def _cache_rows(project) -> int:
     return sum(len(pd.read_parquet(p)) for p in parts)
 
 
+@pytest.mark.slow
 def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project):
     run_kedro(pons_project, "alphazero", TINY)
     (run_id,) = known_runs(pons_project)
