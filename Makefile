@@ -34,11 +34,11 @@ setup: $(VENV)/.installed web
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# A torch wheel already on the machine (pip find-links) needs no download.
-	@# --no-compile: Python compiles what it imports, when first imported (pip would compile
-	@# every file of every package: 40 s of a 2-core machine's set-up).
-	$(PIP) install --quiet --no-compile --no-deps --no-index torch==$(TORCH_VERSION) 2>/dev/null \
-	  || $(PIP) install --quiet --no-compile --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
-	$(PIP) install --quiet --no-compile -e ".[$(EXTRAS)]"
+	@# pip compiles every module now (about 40 s): with PYTHONDONTWRITEBYTECODE set, as on
+	@# this project's machines, Python would otherwise compile them again in every process.
+	$(PIP) install --quiet --no-deps --no-index torch==$(TORCH_VERSION) 2>/dev/null \
+	  || $(PIP) install --quiet --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
+	$(PIP) install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
 # The export's offline play page vendors onnxruntime-web, pinned in $(WEB_DIR)/package.json
