@@ -215,6 +215,7 @@ def sample(points: list[dict], size: int, seed: int) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--all", action="store_true", help="every write point")
+    parser.add_argument("--points", default=None, help="a range of write points, e.g. 120-229")
     parser.add_argument("--sample", type=int, default=3, help="points to sample (default 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", default=None, help="folder for the projects (default: a tmp)")
@@ -233,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"write_points": len(points), "by_kind": kinds,
                       "clean_seconds": round(time.perf_counter() - start, 1)}), flush=True)  # fmt: skip
     chosen = [e["point"] for e in points] if args.all else sample(points, args.sample, args.seed)
+    if args.points:
+        first, _, last = args.points.partition("-")
+        chosen = [k for k in (e["point"] for e in points) if int(first) <= k <= int(last or first)]
     failures = 0
     for k in chosen:
         t0 = time.perf_counter()

@@ -1,7 +1,21 @@
-"""Custom Kedro datasets."""
+"""Custom Kedro datasets (imported when first named: ``settings`` imports the catalog class
+alone, so a command refused before any work never pays for torch)."""
 
-from .model_dataset import TorchModelDataset
-from .onnx_dataset import OnnxModelDataset
-from .play_page_dataset import PlayPageDataset
+from __future__ import annotations
 
-__all__ = ["OnnxModelDataset", "PlayPageDataset", "TorchModelDataset"]
+import importlib
+from typing import Any
+
+_MODULES = {
+    "OnnxModelDataset": ".onnx_dataset",
+    "PlayPageDataset": ".play_page_dataset",
+    "TorchModelDataset": ".model_dataset",
+}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(importlib.import_module(_MODULES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
