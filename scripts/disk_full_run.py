@@ -116,7 +116,8 @@ def main() -> int:
         ok = resumed.returncode == 0 and manifest["status"] == "finished"
         return 0 if ok else 1
     finally:
-        subprocess.run(["umount", str(mount)], check=False)
+        # -l: this process's MLflow client may still hold the store open
+        subprocess.run(["umount", "-l", str(mount)], check=False)
         mount.rmdir()
 
 
