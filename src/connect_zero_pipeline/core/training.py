@@ -47,9 +47,8 @@ class TrainingDivergedError(RuntimeError):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Training of one generation. The defaults are plain AlphaZero; the project's
-    recipe (``conf/base/parameters_train.yml``) uses lr 3e-3, 2 samples per position
-    and ``root_value_weight`` 0.5."""
+    """Training of one generation. The defaults are the project's recipe, the values of
+    ``conf/base/parameters_train.yml`` (``tests/test_conf.py`` checks they are equal)."""
 
     batch_size: int = 256
     """Minibatch size."""
