@@ -56,7 +56,7 @@ from .naming import (
     parse_step,
     stage_of,
 )
-from .runs import RunRefused, run_identity
+from .runs import RunRefused, flatten, run_identity
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +68,6 @@ def end_all_runs(status: str) -> int:
         mlflow.end_run(status)
         ended += 1
     return ended
-
-
-def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
 
 
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
@@ -171,7 +160,7 @@ class GenerationRunsHook:
                 self._client.update_run(self._children[namespace], "RUNNING")
             self._opened.add(namespace)
             run_id = self._children[namespace]
-        batch = [Param(k, str(v)[:6000]) for k, v in _flatten(params).items()]
+        batch = [Param(k, str(v)[:6000]) for k, v in flatten(params).items()]
         if batch:
             self._client.log_batch(run_id, params=batch)
         return run_id

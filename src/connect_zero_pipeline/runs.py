@@ -216,19 +216,20 @@ def claim_manifest(root: Path, manifest: dict[str, Any]) -> str:
             tmp.unlink(missing_ok=True)
 
 
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested parameters as flat keys: ``{"train": {"lr": 1}}`` -> ``{"train.lr": 1}``."""
     if not isinstance(d, dict):
         return {prefix.rstrip("."): d}
     out: dict[str, Any] = {}
     for key, value in d.items():
-        out.update(_flatten(value, f"{prefix}{key}."))
+        out.update(flatten(value, f"{prefix}{key}."))
     return out
 
 
 def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key: recorded -> current`` for every parameter that differs (``resume`` excluded)."""
-    a = _flatten({k: v for k, v in recorded.items() if k != RESUME_KEY})
-    b = _flatten({k: v for k, v in current.items() if k != RESUME_KEY})
+    a = flatten({k: v for k, v in recorded.items() if k != RESUME_KEY})
+    b = flatten({k: v for k, v in current.items() if k != RESUME_KEY})
     return [
         f"{k}: {a.get(k)!r} -> {b.get(k)!r}"
         for k in sorted(set(a) | set(b))

@@ -19,7 +19,20 @@ can show that no partial version was ever read.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
+
+
+def file_sha(path: Path) -> str:
+    """The sha256 of a file, or of a folder's files and their names."""
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        h.update(str(file.relative_to(path) if path.is_dir() else "").encode())
+        h.update(file.read_bytes())
+    return h.hexdigest()
+
 
 _LOG = os.environ.get("CZ_FAULT_LOG")
 if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
@@ -28,12 +41,10 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
     import builtins
     import errno
     import functools
-    import hashlib
     import io
     import json
     import re
     import threading
-    from pathlib import Path
 
     _AT = int(os.environ.get("CZ_FAULT_AT", "0"))
     _state = threading.local()
@@ -115,14 +126,6 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
 
         setattr(owner, attr, wrapper)
 
-    def _sha(path: Path) -> str:
-        h = hashlib.sha256()
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            h.update(str(file.relative_to(path) if path.is_dir() else "").encode())
-            h.update(file.read_bytes())
-        return h.hexdigest()
-
     from connect_zero_pipeline import runs
     from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
 
@@ -140,7 +143,7 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
         except Exception:  # not a versioned file
             return data
         if path.exists():
-            _event(load=name, path=str(path), sha=_sha(path))
+            _event(load=name, path=str(path), sha=file_sha(path))
         return data
 
     AtomicDataCatalog.load = _load

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.faults.sitecustomize import file_sha
+
 REPO = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).resolve().parent
 KEDRO = str(Path(sys.executable).with_name("kedro"))
@@ -141,15 +143,6 @@ def registry_versions(project: Path, run_id: str) -> int:
                for v in client.search_model_versions("name='connect-zero'"))  # fmt: skip
 
 
-def _sha(path: Path) -> str:
-    h = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for file in files:
-        h.update(str(file.relative_to(path) if path.is_dir() else "").encode())
-        h.update(file.read_bytes())
-    return h.hexdigest()
-
-
 def clean_run(template: Path, work: Path) -> tuple[list[dict], dict[str, str]]:
     """The clean run of a copy of ``template``: its write points and its outputs' digests."""
     project = work / "clean"
@@ -192,7 +185,7 @@ def check_point(template: Path, work: Path, k: int, clean: dict[str, str]) -> di
         sorted(k for k in set(got) | set(clean) if got.get(k) != clean.get(k))
     )
     for load in (e for e in events(log) if "load" in e):
-        assert _sha(Path(load["path"])) == load["sha"], f"{what}: read a partial {load['path']}"
+        assert file_sha(Path(load["path"])) == load["sha"], f"{what}: read a partial {load['path']}"
     assert registry_versions(project, run_id) == 1, f"{what}: registry versions"
     return {
         "point": k,
