@@ -67,12 +67,10 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names)
 
 
-def check_names(
-    env: str | None, conf_source: str | None, pipeline: str | None, pipelines: list[str]
-) -> None:
+def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) -> None:
     """Refuse an unknown ``--env`` or ``--pipelines`` name, listing the valid ones."""
-    for name in [pipeline] if pipeline else pipelines:
-        valid = pipeline_names()
+    valid = pipeline_names()
+    for name in pipelines:
         if name not in valid:
             raise click.UsageError(f"no pipeline named {name!r}; the pipelines are: "
                                    f"{_listing(valid)}")  # fmt: skip
@@ -153,7 +151,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     pipelines = (
         [kwargs["pipeline"]] if kwargs.get("pipeline") else list(kwargs.get("pipelines") or [])
     )
-    check_names(kwargs.get("env"), kwargs.get("conf_source"), kwargs.get("pipeline"), pipelines)
+    check_names(kwargs.get("env"), kwargs.get("conf_source"), pipelines)
     try:
         return _kedro_run.callback(**kwargs)
     except click.ClickException:

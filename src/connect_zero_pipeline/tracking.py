@@ -160,9 +160,9 @@ def store_help(problem: str, db: Path | None = None, detail: str = "") -> str:
     )
 
 
-def check_writable(db: Path, wait: float | None = None) -> None:
-    """Take and release a write lock on the sqlite file ``db`` (waiting up to ``wait`` s for
-    another process's lock); a new store needs a writable folder.
+def check_writable(db: Path) -> None:
+    """Take and release a write lock on the sqlite file ``db`` (waiting up to
+    :data:`STORE_WAIT_S` for another process's lock); a new store needs a writable folder.
 
     Raises:
         RunRefused: with :func:`store_help`'s paragraph.
@@ -177,7 +177,7 @@ def check_writable(db: Path, wait: float | None = None) -> None:
     if not os.access(db, os.W_OK) or not os.access(db.parent, os.W_OK):
         bad = db if not os.access(db, os.W_OK) else db.parent
         raise RunRefused(store_help("read-only", db, f"{bad} is read-only"))
-    con = sqlite3.connect(db, timeout=STORE_WAIT_S if wait is None else wait)
+    con = sqlite3.connect(db, timeout=STORE_WAIT_S)
     try:
         con.execute("BEGIN IMMEDIATE")
         con.rollback()

@@ -60,13 +60,9 @@ class RunModelDataset(MlflowModelTrackingDataset):
                 super()._save(model)
             finally:
                 self._save_args = args
-            if run is None or not name:
-                return
-            model_uri = self.model_info.model_uri
-        else:
-            model_uri = f"models:/{logged.model_id}"
-        if not name:
+        if run is None or not name:  # tracking off, or nothing to register
             return
+        model_uri = self.model_info.model_uri if logged is None else f"models:/{logged.model_id}"
         client = mlflow.MlflowClient()
         version = self._registered_version(client, run)
         if version is None:
