@@ -159,8 +159,10 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     except KeyboardInterrupt:
         if verbose:
             raise
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        from .commands.interrupts import EXIT_INTERRUPTED, INTERRUPTED
+
+        click.echo(INTERRUPTED, err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         message = None if verbose else user_error(exc, pipelines)
         if message is None:
