@@ -18,7 +18,7 @@ os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 # One torch (OpenMP) thread per process, the test runner's and every `kedro run` it starts:
 # tests run side by side (two runs at once, pytest -n), and OpenMP threads that spin-wait
 # on a shared 2-core machine made one tiny run's training ~100x slower. Settings that name
-# a thread count (train.num_threads=2) still take it.
+# a thread count (train.node.num_threads=2) still take it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
@@ -56,14 +56,24 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
             f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
             f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
         )
-    # evaluate.benchmark_files: the shipped Pons sets are there (an env run, which does not
-    # read conf/local, scores them), but the local env turns them off to keep runs short.
+    # The public sets (catalog entry pons_benchmarks) are there, but the local env scores
+    # none, to keep runs short (an env run, which does not read conf/local, names its own).
     shutil.copytree(REPO / "tests/data/pons", project / "tests/data/pons")
-    (project / "conf" / "local" / "parameters.yml").write_text("evaluate:\n  benchmark_files: []\n")
+    no_public_sets(project, "local")
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
     return project
+
+
+NO_PUBLIC_SETS = (
+    "pons_benchmarks:\n  type: connect_zero_pipeline.datasets.PonsFilesDataset\n  filepaths: {}\n"
+)
+
+
+def no_public_sets(project: Path, env: str) -> None:
+    """Env ``env`` of ``project`` scores no public position set (an empty ``pons_benchmarks``)."""
+    (project / "conf" / env / "catalog.yml").write_text(NO_PUBLIC_SETS)
 
 
 @pytest.fixture
@@ -193,13 +203,13 @@ KEDRO = str(Path(sys.executable).with_name("kedro"))
 # A whole tiny alphazero run as `--params` (the issue's reproduction sizes, one worker).
 TINY_CLI = {
     "selfplay.num_games": 8,
-    "selfplay.sims": 2,
+    "selfplay.mcts.sims": 2,
     "selfplay.moves_per_gen": 48,
-    "selfplay.workers": 1,
+    "selfplay.node.workers": 1,
     "train.batch_size": 16,
-    "evaluate.mcts_sims": 2,
-    "evaluate.previous_games": 2,
-    "evaluate.previous_sims": 2,
+    "evaluate.mcts.sims": 2,
+    "evaluate.previous.num_games": 2,
+    "evaluate.previous.mcts.sims": 2,
 }
 
 
@@ -287,3 +297,17 @@ def copy_project(source: Path, target: Path) -> Path:
     """A copy of a project with its runs, as a user would make it (``cp -a``)."""
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+def selfplay_config(**keys):
+    """A :class:`SelfPlayConfig` whose search keys (``sims``, ``search``, ``dirichlet_eps``,
+    ...) change self-play's search (its ``mcts``, by default :data:`~.selfplay.SEARCH`)."""
+    from dataclasses import fields, replace
+
+    from connect_zero_pipeline.core.mcts import MCTSConfig
+    from connect_zero_pipeline.core.selfplay import SEARCH, SelfPlayConfig
+
+    names = {f.name for f in fields(MCTSConfig)}
+    search = {k: keys.pop(k) for k in list(keys) if k in names}
+    mcts = replace(keys.pop("mcts", SEARCH), **search)
+    return SelfPlayConfig(**keys, mcts=mcts)

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 import yaml
 
 from connect_zero_pipeline.config_loader import load_parameters
-from connect_zero_pipeline.pipelines.params import (
-    parse_section,
-    schema,
-    section_defaults,
-    validate_params,
-)
+from connect_zero_pipeline.core.config import defaults
+from connect_zero_pipeline.params.schema import SCHEMA, parse_section, validate_params
 from tests.conftest import REPO
 
 CONF = REPO / "conf"
@@ -44,20 +39,15 @@ def test_every_env_is_tested():
 def _drift(conf) -> tuple[list[str], int]:
     """Keys whose conf/base value differs from their dataclass default, and how many were compared."""
     base = load_parameters(conf)
-    sections = schema()
     problems, compared = [], 0
-    for section in sections:
-        node = base
-        for part in section.split("."):
-            node = node[part]
-        defaults = section_defaults(section)
-        for key, value in node.items():
-            if f"{section}.{key}" in sections:  # a subsection, compared on its own
-                continue
-            if key not in defaults:
+    for section, cls in SCHEMA.items():
+        expected = defaults(cls)  # nested dataclasses as dotted keys: mcts.sims
+        written = _flatten(base[section])
+        for key, value in written.items():
+            if key not in expected:
                 problems.append(f"{section}.{key}: in conf/base, in no config")
-            elif value != defaults[key]:
-                problems.append(f"{section}.{key}: conf/base {value!r}, default {defaults[key]!r}")
+            elif value != expected[key]:
+                problems.append(f"{section}.{key}: conf/base {value!r}, default {expected[key]!r}")
             compared += 1
     return problems, compared
 
@@ -85,9 +75,9 @@ def test_a_default_defined_twice_with_two_values_fails(tmp_path):
 
 def test_base_builds_every_stage_config():
     built = validate_params(load_parameters(CONF))
-    assert set(built) == set(schema())
-    for section, configs in built.items():
-        assert all(dataclasses.is_dataclass(c) for c in configs), section
+    assert set(built) == set(SCHEMA)
+    for section, config in built.items():
+        assert isinstance(config, SCHEMA[section]), section
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -109,19 +99,25 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
     assert merged["selfplay"]["random_opening_plies"] == 4
     assert merged["train"]["root_value_weight"] == 0.5
     assert merged["evaluate"]["num_games"] == 200
-    assert merged["selfplay"]["device"] == "cuda"
+    assert merged["selfplay"]["node"]["device"] == "cuda"
 
 
 @pytest.mark.parametrize(
     ("section", "params", "message"),
     [
-        ("selfplay", {"sims": 0}, r"selfplay\.sims must be an integer >= 1, got 0"),
+        ("selfplay", {"mcts": {"sims": 0}}, r"selfplay\.mcts\.sims must be an integer >= 1, got 0"),
         (
             "selfplay",
-            {"simz": 3},
-            r"unknown parameter 'selfplay\.simz'; did you mean 'selfplay\.sims'",
+            {"mcts": {"simz": 3}},
+            r"unknown parameter 'selfplay\.mcts\.simz'; did you mean 'selfplay\.mcts\.sims'",
         ),
-        ("selfplay", {"executor": "dask"}, r"selfplay\.executor must be 'local' or 'ray'"),
+        ("selfplay", {"node": {"executor": "dask"}},
+         r"selfplay\.node\.executor must be 'local' or 'ray'"),
+        ("selfplay", {"mcts": 16}, r"selfplay\.mcts must be a mapping of keys, got 16"),
+        ("evaluate", {"previous": {"mcts": {"search": "ucb"}}},
+         r"evaluate\.previous\.mcts\.search must be one of \('puct', 'gumbel'\), got 'ucb'"),
+        ("reinforce.train", {"node": {"num_threads": 0}},
+         r"reinforce\.train\.node\.num_threads must be null or an integer >= 1"),
         ("train", {"lr_min": 1.0}, r"train\.lr_min must be in \(0, lr=0\.003\]"),
         ("train", {"lr": 1e30}, r"train\.lr must be in \(0, 1\.0\], got 1e\+30"),
         ("train", {"weight_decay": 5}, r"train\.weight_decay must be in \[0, 1\)"),
@@ -149,3 +145,23 @@ def test_an_unknown_section_names_the_nearest():
     params["selfply"] = {"sims": 3}
     with pytest.raises(ValueError, match=r"unknown parameter 'selfply'; did you mean 'selfplay'"):
         validate_params(params)
+
+
+def test_a_nested_key_changes_only_itself():
+    """``selfplay.mcts.sims`` changes the simulations and keeps the rest of self-play's
+    search (its Gumbel search and noise), not MCTSConfig's class defaults."""
+    cfg = parse_section("selfplay", {"mcts": {"sims": 32}, "node": {"workers": 1}})
+    assert (cfg.mcts.sims, cfg.mcts.search, cfg.mcts.dirichlet_eps) == (32, "gumbel", 0.25)
+    assert (cfg.node.workers, cfg.node.num_threads) == (1, 1)
+    train = parse_section("train", {"node": {"device": "cpu"}})
+    assert train.node.num_threads is None  # train's own node default
+
+
+def test_every_search_is_one_type():
+    """A search is an MCTSConfig wherever it is configured (one definition of each setting)."""
+    from connect_zero_pipeline.core.mcts import MCTSConfig
+
+    built = validate_params(load_parameters(CONF))
+    searches = [built["selfplay"].mcts, built["evaluate"].mcts, built["evaluate"].previous.mcts,
+                built["ladder"].mcts, built["scorecard"].mcts]  # fmt: skip
+    assert all(type(s) is MCTSConfig for s in searches)

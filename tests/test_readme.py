@@ -58,7 +58,7 @@ def _merge(base: dict, extra: dict) -> dict:
 def check_kedro(args: list[str], pipelines: set[str], base_params: dict) -> str | None:
     """None if ``kedro <args>`` names an existing subcommand, pipelines, env and valid
     parameters; else what is wrong."""
-    from connect_zero_pipeline.pipelines.params import validate_params
+    from connect_zero_pipeline.params.schema import validate_params
 
     if args[:1] == ["viz"]:
         import kedro_viz  # noqa: F401  (the plugin that provides `kedro viz`)

@@ -55,9 +55,9 @@ def env_names(conf_source: str | None) -> list[str] | None:
     """The envs of the project's configuration folder (None when it is not a folder)."""
     from kedro.framework.project import settings
 
-    from .tracking import project_root
+    from .project import in_project
 
-    folder = Path(conf_source) if conf_source else Path(project_root()) / settings.CONF_SOURCE
+    folder = Path(conf_source) if conf_source else in_project(settings.CONF_SOURCE)
     if not folder.is_dir():
         return None
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name != "base")

@@ -29,9 +29,9 @@ CONFIG_LOADER_ARGS: dict[str, Any] = {
 
 
 def _project_root() -> str:
-    from .tracking import project_root
+    from .project import in_project
 
-    return project_root()
+    return str(in_project("."))
 
 
 def load_parameters(

@@ -230,15 +230,12 @@ class RunStartHook:
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
-        from .pipelines.params import validate_params
-        from .pipelines.structure import set_registry_params
+        from .params.schema import validate_params
         from .tracking import prepare_store
 
         params = dict(context.config_loader["parameters"])
-        set_registry_params(None)
         try:
             validate_params(params)  # an unknown key or a bad value stops the run here
-            set_registry_params(params)
             run_identity.check(context, params)  # an unknown run, other parameters: no resume
         except RunRefused:
             raise

@@ -85,3 +85,15 @@ DEFAULT_PIPELINE = "alphazero"
 def pipeline_label(names: list[str] | None) -> str:
     """A run's pipelines as people name them: ``__default__`` is the main job's name."""
     return ",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names or ["__default__"])
+
+
+RESUME_KEY = "resume"
+"""The top-level parameter that names the run to resume (:mod:`.runs`)."""
+
+
+MODEL_PARTITION = re.compile(
+    rf"^(?:.+/)?(?P<name>(?P<kind>{GENERATION}|{CHUNK})_(?P<k>\d{{3,}}))/model\.pt/(?P<v>[^/]+)/model$"
+)
+"""A model's partition id in the ``model_files`` view of the models folder:
+``gen_008/model.pt/<version>/model`` or ``reinforce/rf_008/model.pt/<version>/model``
+(groups ``name``, ``kind``, ``k``, ``v``; an AlphaZero model's version is its run id)."""

@@ -117,6 +117,13 @@ def describe_version(client, name: str, version: str, tags: dict[str, str]) -> b
     return champion
 
 
+def crown_by_ladder(client, version: str, name: str = REGISTERED_MODEL) -> None:
+    """Move ``champion`` to ``version``, the best-rated of a ladder, and mark the model as
+    following the ladder (:data:`CHAMPION_BY_TAG`): exports then leave the alias alone."""
+    client.set_registered_model_alias(name, CHAMPION, version)
+    client.set_registered_model_tag(name, CHAMPION_BY_TAG, "ladder.elo")
+
+
 def _crown(client, name: str, version: str, new: float) -> bool:
     """Move ``champion`` to ``version`` if its score ``new`` beats the champion's."""
     from mlflow.exceptions import MlflowException

@@ -44,6 +44,7 @@ import click
 from kedro.framework.hooks import hook_impl
 
 from .core.files import atomic_path, staging_path
+from .naming import RESUME_KEY
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,6 @@ RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
 _ID_FORMAT = "%Y-%m-%dT%H.%M.%S.%fZ"  # strptime reads the 3 digits of a run id as ms
 MANIFESTS = Path("data") / "runs"
 """Where run manifests live, relative to the project root."""
-RESUME_KEY = "resume"
-"""The top-level parameter that names the run to resume."""
 
 
 class RunRefused(click.ClickException, ValueError):

@@ -1,4 +1,10 @@
-"""``ProjectSession``: a ``KedroSession`` after which a failed run always says it failed.
+"""``ProjectSession``: a ``KedroSession`` that builds its pipelines from its own parameters,
+and after which a failed run always says it failed.
+
+The unrolled pipelines' shape comes from structural parameters
+(:mod:`.pipelines.structure`): the session reads its merged parameters (base, env,
+``--params``) with its own config loader, and Kedro builds the pipelines inside
+:func:`.pipelines.structure.reading`.
 
 Kedro tells hooks of a failure (``on_pipeline_error``) only when a node raised an
 ``Exception``. A run can also fail in a hook before the first node (the MLflow store),
@@ -17,8 +23,11 @@ from kedro.framework.session import KedroSession
 
 class ProjectSession(KedroSession):
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        from .pipelines.structure import reading
+
         try:
-            return super().run(*args, **kwargs)
+            with reading(self._get_config_loader()["parameters"]):
+                return super().run(*args, **kwargs)
         except BaseException as error:
             from .hooks import record_failure
 

@@ -1,7 +1,7 @@
 """The MLflow store of a project: anchored at the project root, created once, safe to copy.
 
 - **Anchored.** ``conf/base/mlflow.yml`` names the store with the
-  ``${cz.project_root:}`` resolver (:func:`project_root`), so the sqlite file
+  ``${cz.project_root:}`` resolver (:func:`.project.in_project`), so the sqlite file
   is ``<project>/mlflow.db`` whichever folder Kedro or a notebook starts in.
 - **Created under a lock.** Two runs that start together in a fresh project
   would both create and migrate ``mlflow.db`` (an alembic race, one of them
@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from .project import in_project
+
 log = logging.getLogger(__name__)
 
 STORE_WAIT_S = float(os.environ.get("CZ_STORE_WAIT_S", 20))
@@ -47,25 +49,6 @@ _LOCATION_COLUMNS = (
     ("model_versions", "source"),
     ("model_versions", "storage_location"),
 )
-
-
-def project_root() -> str:
-    """The Kedro project around the current folder (``pyproject.toml`` with ``[tool.kedro]``).
-
-    The ``cz.project_root`` resolver of ``mlflow.yml``. Falls back to the
-    current folder when no project is found above it.
-    """
-    from kedro.utils import find_kedro_project
-
-    found = find_kedro_project(Path.cwd())
-    return str((found or Path.cwd()).resolve())
-
-
-def in_project(path: str | Path) -> Path:
-    """``path`` itself if absolute, else ``path`` below :func:`project_root` (so a relative
-    path in the parameters means the same file from any folder of the project)."""
-    path = Path(path)
-    return path if path.is_absolute() else Path(project_root()) / path
 
 
 def sqlite_path(tracking_uri: str | None) -> Path | None:
@@ -216,3 +199,55 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
             client.create_experiment(name, artifact_location=artifacts_dir.as_uri())
         if name:
             relocate(db, name, artifacts_dir)
+
+
+def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
+    """A ladder's ratings in MLflow (nothing when tracking is off: the catalog outputs are
+    the result).
+
+    - ``elo``, ``elo_low``, ``elo_high`` on each rated generation's child run of its run's
+      parent, with ``step = generation``;
+    - the tag ``ladder.elo`` on each rated registered version, and with ``move_champion``
+      the ``champion`` alias on the best of them (:func:`.registry.crown_by_ladder`);
+    - ``ladder/ratings.csv`` and ``ladder/elo.png`` on the active run.
+    """
+    import mlflow
+
+    from .naming import generation_name
+    from .registry import REGISTERED_MODEL, crown_by_ladder
+
+    active = mlflow.active_run()
+    if active is None:
+        return
+    client = mlflow.MlflowClient()
+    experiment = active.info.experiment_id
+    logged = 0
+    for run_id, part in ratings[ratings["kind"] == "generation"].groupby("run_id"):
+        parents = client.search_runs([experiment], f"tags.run_id = '{run_id}'")
+        parents = [p for p in parents if "mlflow.parentRunId" not in p.data.tags]
+        if not parents:
+            log.warning("Ladder: no MLflow run with run_id %s: its Elo is not logged there", run_id)
+            continue
+        for parent in parents:
+            children = client.search_runs(
+                [experiment], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+            )
+            by_name = {c.info.run_name: c.info.run_id for c in children}
+            for r in part.itertuples():
+                child = by_name.get(generation_name(int(r.generation)))
+                if child is None:
+                    continue
+                for name in ("elo", "elo_low", "elo_high"):
+                    client.log_metric(child, name, float(getattr(r, name)), step=int(r.generation))
+                logged += 1
+    registry = ratings[ratings["kind"] == "registry"]
+    for r in registry.itertuples():
+        version = r.source.rsplit("/", 1)[-1]
+        client.set_model_version_tag(REGISTERED_MODEL, version, "ladder.elo", f"{r.elo:.1f}")
+    if move_champion and len(registry):
+        best = registry.sort_values("elo", ascending=False).iloc[0]
+        crown_by_ladder(client, best.source.rsplit("/", 1)[-1])
+        log.info("Ladder: %s is the champion (Elo %.0f)", best.label, best.elo)
+    client.log_text(active.info.run_id, ratings.to_csv(index=False), "ladder/ratings.csv")
+    client.log_figure(active.info.run_id, figure, "ladder/elo.png")
+    log.info("Ladder: Elo logged on %d generation child run(s)", logged)

@@ -19,11 +19,10 @@ from connect_zero_pipeline.commands.benchmark import (
     label_positions,
     read_positions,
     run,
-    score_table,
 )
 from connect_zero_pipeline.core import bitboard as bb
 from connect_zero_pipeline.core.checkpoint import load_model, save_model
-from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, solver_set_metrics
+from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, set_scores, solver_set_metrics
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
@@ -177,16 +176,16 @@ def test_a_labelled_parquet_table_is_scored_as_it_is(model_file, tmp_path):
 def test_a_perfect_network_scores_one(position_file):
     positions, _ = read_positions(position_file)
     labelled, _ = label_positions(positions, Labeller(max_nodes=0, tt_log2=16))
-    metrics = score_table(_perfect_fn(_reference_table(positions["moves"].tolist())), labelled)
+    metrics = set_scores(labelled, _perfect_fn(_reference_table(positions["moves"].tolist())))
     assert metrics["acc"] == metrics["acc_decisive"] == 1.0
     assert metrics["val_signacc"] == metrics["val_signacc_decisive"] == 1.0
     assert metrics["ce"] == pytest.approx(0.0, abs=1e-6)
     assert metrics["count"] == NUM_POSITIONS
     # No decisive position: no *_decisive metric; nothing scored: no metric at all.
     fn = _perfect_fn(_reference_table(positions["moves"].tolist()))
-    drawn = score_table(fn, labelled.loc[~labelled["decisive"]])
+    drawn = set_scores(labelled.loc[~labelled["decisive"]], fn)
     assert drawn["acc"] == 1.0 and not any(k.endswith("_decisive") for k in drawn)
-    assert score_table(fn, labelled.iloc[:0]) == {}
+    assert set_scores(labelled.iloc[:0], fn) == {}
 
 
 def test_over_budget_positions_are_skipped_and_counted(model_file, tmp_path):

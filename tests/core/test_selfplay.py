@@ -20,6 +20,7 @@ from connect_zero_pipeline.core.selfplay import (
     slot_keys,
     slot_uniforms,
 )
+from tests.conftest import selfplay_config
 
 _W = torch.tensor([[2, -3, 5, 1, -1, 4, -2]]).repeat(6, 1) * torch.arange(1, 7).view(6, 1)
 
@@ -30,7 +31,7 @@ def pure_fn(boards: torch.Tensor):
     return s.sum(1).float() / 6.0, torch.tanh(s.sum((1, 2)).float() / 30.0)
 
 
-SMALL = SelfPlayConfig(
+SMALL = selfplay_config(
     num_games=6,
     sims=6,
     moves_per_gen=24,
@@ -95,8 +96,8 @@ def _check_table(df: pd.DataFrame, cfg: SelfPlayConfig, generation: int = 0):
     assert len(df) > 0 and bool((df.generation == generation).all())
     pi = df[[f"pi_{c}" for c in range(1, 8)]].to_numpy()
     assert abs(pi.sum(1) - 1).max() < 1e-5
-    if cfg.search == "puct":  # the targets are visit counts: integers
-        sims_grid = pi * cfg.sims
+    if cfg.mcts.search == "puct":  # the targets are visit counts: integers
+        sims_grid = pi * cfg.mcts.sims
         assert abs(sims_grid - sims_grid.round()).max() < 1e-4
     assert bool((pi[range(len(df)), df.action.to_numpy()] > 0).all())  # played moves were visited
     assert df.ply.tolist() == [popcount(int(m)) for m in df["mask"]]
@@ -117,10 +118,10 @@ def _check_table(df: pd.DataFrame, cfg: SelfPlayConfig, generation: int = 0):
         step = play(state, torch.tensor([int(last.action)]))
         assert bool(step.done[0])
         # The last mover's z: 0 for a draw, else the win's value on the final board.
-        won = win_value(step.state.ply, cfg.win_decay) * step.reward
+        won = win_value(step.state.ply, cfg.mcts.win_decay) * step.reward
         assert won.item() == pytest.approx(float(last.z))
         if step.reward[0] > 0:  # a quicker win is worth more, down to 1 - win_decay
-            assert 1 - cfg.win_decay <= last.z <= 1
+            assert 1 - cfg.mcts.win_decay <= last.z <= 1
 
 
 def test_schema_and_invariants_with_a_pure_evaluator():
@@ -133,7 +134,7 @@ def test_schema_and_invariants_with_a_pure_evaluator():
 def test_same_seed_same_table_and_seed_matters():
     a = self_play(SMALL, pure_fn)
     b = self_play(SMALL, pure_fn)
-    c = self_play(SelfPlayConfig(**{**SMALL.__dict__, "seed": 8}), pure_fn)
+    c = self_play(selfplay_config(**{**SMALL.__dict__, "seed": 8}), pure_fn)
     assert a.equals(b)
     assert not a.equals(c)
 
@@ -152,21 +153,21 @@ def test_shards_merge_into_the_single_shard_table(num_shards):
 
 def test_finish_games_keeps_every_game_started():
     # One step: every slot starts exactly one game, and finish_games plays it to its end.
-    one = SelfPlayConfig(**{**SMALL.__dict__, "moves_per_gen": 1, "finish_games": True})
+    one = selfplay_config(**{**SMALL.__dict__, "moves_per_gen": 1, "finish_games": True})
     df = self_play(one, pure_fn)
     _check_table(df, one)  # complete games from the empty board, terminal last moves
     stride = games_per_slot(1)
     assert sorted(df.game.unique()) == [s * stride for s in range(SMALL.num_games)]
-    dropped = SelfPlayConfig(**{**one.__dict__, "finish_games": False})
+    dropped = selfplay_config(**{**one.__dict__, "finish_games": False})
     assert len(self_play(dropped, pure_fn)) == 0  # no game ends within one ply
 
 
 @pytest.mark.parametrize("search", ["puct", "gumbel"])
 def test_finishing_adds_games_and_changes_none_of_the_others(search):
     base = {**SMALL.__dict__, "search": search}
-    cfg = SelfPlayConfig(**{**base, "finish_games": True})
+    cfg = selfplay_config(**{**base, "finish_games": True})
     finished = self_play(cfg, pure_fn)
-    dropped = self_play(SelfPlayConfig(**{**base, "finish_games": False}), pure_fn)
+    dropped = self_play(selfplay_config(**{**base, "finish_games": False}), pure_fn)
     _check_table(finished, cfg)
     # The same streams: the games complete within moves_per_gen are identical rows; the
     # games in progress then (one per slot at most) are added, not dropped.
@@ -178,7 +179,7 @@ def test_finishing_adds_games_and_changes_none_of_the_others(search):
 
 
 def test_temperature_cutoff_controls_sampling():
-    greedy = SelfPlayConfig(**{**SMALL.__dict__, "temp_cutoff": 0, "dirichlet_eps": 0.0})
+    greedy = selfplay_config(**{**SMALL.__dict__, "temp_cutoff": 0, "dirichlet_eps": 0.0})
     df = self_play(greedy, pure_fn)
     # Without noise and sampling, every slot plays the same deterministic first game.
     first_moves = df[df.ply == 0].action
@@ -189,7 +190,7 @@ def test_temperature_cutoff_controls_sampling():
 
 def test_tiny_model_end_to_end_with_progress():
     torch.manual_seed(0)
-    cfg = SelfPlayConfig(num_games=8, sims=8, moves_per_gen=20, seed=1)
+    cfg = selfplay_config(num_games=8, sims=8, moves_per_gen=20, seed=1)
     calls = []
     df = self_play(
         cfg, model=build_model("tiny"), progress=lambda t, total: calls.append((t, total))
@@ -212,8 +213,8 @@ def test_tiny_model_end_to_end_with_progress():
     ],
 )
 def test_config_validation(kwargs, field):
-    with pytest.raises(ValueError, match=f"SelfPlayConfig.{field}"):
-        SelfPlayConfig(**kwargs)
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        selfplay_config(**kwargs)
 
 
 def test_needs_exactly_one_evaluator():
@@ -225,14 +226,14 @@ def test_needs_exactly_one_evaluator():
 
 def test_thread_count_is_restored():
     before = torch.get_num_threads()
-    self_play(SelfPlayConfig(num_games=2, sims=2, moves_per_gen=2), pure_fn, num_threads=1)
+    self_play(selfplay_config(num_games=2, sims=2, moves_per_gen=2), pure_fn, num_threads=1)
     assert torch.get_num_threads() == before
 
 
 def test_random_opening_plies_play_uniform_legal_moves():
     import torch
 
-    from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+    from connect_zero_pipeline.core.selfplay import self_play
 
     def prefers_column_4(boards):
         logits = torch.full((boards.shape[0], 7), -5.0)
@@ -240,8 +241,8 @@ def test_random_opening_plies_play_uniform_legal_moves():
         return logits, torch.zeros(boards.shape[0])
 
     base = dict(num_games=64, sims=4, moves_per_gen=30, temp_cutoff=0, dirichlet_eps=0.0, seed=1)
-    greedy = self_play(SelfPlayConfig(**base, random_opening_plies=0), prefers_column_4)
-    opened = self_play(SelfPlayConfig(**base, random_opening_plies=2), prefers_column_4)
+    greedy = self_play(selfplay_config(**base, random_opening_plies=0), prefers_column_4)
+    opened = self_play(selfplay_config(**base, random_opening_plies=2), prefers_column_4)
     assert set(greedy.loc[greedy["ply"] == 0, "action"]) == {3}
     first = opened.loc[opened["ply"] < 2, "action"]
     assert len(set(first)) == 7  # every column gets played
@@ -249,13 +250,13 @@ def test_random_opening_plies_play_uniform_legal_moves():
     late = opened[(opened["ply"] == 2)]
     assert (late["action"] == 3).mean() > 0.9
     with pytest.raises(ValueError, match="random_opening_plies must be an integer >= 0, got -1"):
-        SelfPlayConfig(random_opening_plies=-1)
+        selfplay_config(random_opening_plies=-1)
 
 
 def test_gumbel_self_play_trains_on_the_improved_policy_and_shards_alike():
     import dataclasses
 
-    cfg = dataclasses.replace(SMALL, search="gumbel", gumbel_num_actions=4)
+    cfg = selfplay_config(**{**SMALL.__dict__, "search": "gumbel", "gumbel_num_actions": 4})
     whole = self_play(cfg, pure_fn, generation=2)
     assert list(whole.columns) == list(COLUMNS) and len(whole) > 0
     pi = whole[[f"pi_{c}" for c in range(1, 8)]].to_numpy()
@@ -275,7 +276,7 @@ def test_the_restructured_search_plays_the_same_games(search):
     (tests/data/selfplay/README.md): the same games, move for move, the same targets."""
     from tests.conftest import REPO
 
-    cfg = SelfPlayConfig(num_games=16, sims=8, moves_per_gen=12, search=search, backend="torch")
+    cfg = selfplay_config(num_games=16, sims=8, moves_per_gen=12, search=search)
     before = pd.read_parquet(REPO / "tests/data/selfplay" / f"gen_001_{search}.parquet")
     now = self_play(cfg, pure_fn, generation=1)
     games = ["generation", "game", "ply", "position", "mask", "action"]

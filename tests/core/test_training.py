@@ -88,7 +88,7 @@ def test_training_fits_a_learnable_target_and_leaves_the_input_model_alone():
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 16})
     before = {k: v.clone() for k, v in model.state_dict().items()}
     boards, pi, z = _toy_data()
-    cfg = TrainConfig(batch_size=64, samples_per_position=25, lr=5e-3, lr_min=1e-4, device="cpu")
+    cfg = TrainConfig(batch_size=64, samples_per_position=25, lr=5e-3, lr_min=1e-4)
     steps = train_steps(cfg, new_rows=256)
     assert steps == 100
     trained, metrics = train_model(model, boards, pi, z, cfg, num_steps=steps)

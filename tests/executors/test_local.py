@@ -10,7 +10,7 @@ from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
 from connect_zero_pipeline.executors.local import ProcessChunkRunner, local_self_play
-from tests.conftest import bitboard_arrays
+from tests.conftest import bitboard_arrays, selfplay_config
 
 # Late-game positions: cheap to solve exactly.
 LATE_GAMES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]
@@ -19,7 +19,7 @@ LATE_GAMES = ["664163221317133624532157163764", "2577713147446472", "44444433333
 def test_local_worker_processes_give_the_single_process_table():
     torch.manual_seed(0)
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
-    cfg = SelfPlayConfig(num_games=6, sims=4, moves_per_gen=40, seed=3)
+    cfg = selfplay_config(num_games=6, sims=4, moves_per_gen=40, seed=3)
     one = self_play(cfg, model=model, generation=2)
     two = local_self_play(cfg, model, workers=2, generation=2)
     assert len(one) > 0
@@ -54,7 +54,7 @@ def test_the_self_play_workers_are_kept_for_the_next_generation():
 
     torch.manual_seed(0)
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
-    cfg = SelfPlayConfig(num_games=4, sims=2, moves_per_gen=16, seed=1)
+    cfg = selfplay_config(num_games=4, sims=2, moves_per_gen=16, seed=1)
     local.close_pools()
     first = local_self_play(cfg, model, workers=2, generation=1, progress=True)
     pids = {p.pid for p in local._POOLS[2].pool._processes.values()}

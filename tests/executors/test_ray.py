@@ -35,8 +35,10 @@ from connect_zero_pipeline.core.labelling import (
     solve_chunk,
 )
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
-from connect_zero_pipeline.executors import ExecutorSettings, ray_cluster
+from connect_zero_pipeline.core.selfplay import self_play
+from tests.conftest import selfplay_config
+from connect_zero_pipeline.core.config import values
+from connect_zero_pipeline.executors import ray_cluster
 from connect_zero_pipeline.executors.ray import (
     RayClusterUnreachable,
     RayOptions,
@@ -47,7 +49,7 @@ from connect_zero_pipeline.executors.ray import (
     ray_chunk_runner,
     ray_self_play,
 )
-from connect_zero_pipeline.pipelines.params import parse_section
+from connect_zero_pipeline.params.schema import parse_section
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
 
@@ -55,7 +57,7 @@ from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
 # here runs in one worker, never two heads on a 2-core machine.
 
 RAY = Path(sys.executable).with_name("ray")
-TINY = SelfPlayConfig(num_games=6, sims=4, moves_per_gen=20, temp_cutoff=4, seed=11)
+TINY = selfplay_config(num_games=6, sims=4, moves_per_gen=20, temp_cutoff=4, seed=11)
 GENERATION = 3
 
 
@@ -169,7 +171,7 @@ def _crash_once_worker(marker: Path):
 
             table = self_play(
                 config,
-                self._evaluate_fn(weights_ref, config.backend),
+                self._evaluate_fn(weights_ref, self.backend),
                 generation=generation,
                 shard_index=shard_index,
                 num_shards=num_shards,
@@ -213,10 +215,10 @@ def test_kedro_run_of_a_generation_on_ray_gives_the_local_table(ray_address, ked
     from connect_zero_pipeline.core.checkpoint import load_model
     from tests.conftest import run_kedro
 
-    cfg = SelfPlayConfig(num_games=9, sims=4, moves_per_gen=16, seed=2)
-    params = {f"selfplay.{k}": v for k, v in cfg.__dict__.items()}
-    params.update({"selfplay.executor": "ray", "selfplay.ray_address": ray_address})
-    params["selfplay.num_shards"] = 3
+    cfg = selfplay_config(num_games=9, sims=4, moves_per_gen=16, seed=2)
+    params = {f"selfplay.{k}": v for k, v in values(cfg).items()}
+    params.update({"selfplay.node.executor": "ray", "selfplay.node.ray.address": ray_address})
+    params["selfplay.node.ray.num_shards"] = 3
     run_kedro(kedro_project, "selfplay", params, namespaces=["gen_000", "gen_001"])
     model = load_model(_latest(kedro_project, "data/06_models/gen_000/model.pt"))
     games = pd.read_parquet(
@@ -375,25 +377,26 @@ def test_auto_without_a_cluster_says_so(monkeypatch):
 @pytest.mark.parametrize(
     ("settings", "key"),
     [
-        ({"executor": "dask"}, "selfplay.executor"),
-        ({"executor": "ray", "num_shards": -1}, "num_shards"),
-        ({"executor": "ray", "num_shards": 1.5}, "num_shards"),
-        ({"executor": "ray", "num_cpus": 0}, "num_cpus"),
-        ({"executor": "ray", "num_gpus": "all"}, "num_gpus"),
-        ({"executor": "ray", "max_retries": -1}, "max_retries"),
-        ({"executor": "ray", "ray_address": "nohost"}, "nohost"),
-        ({"executor": "ray", "ray_address": "h:99999"}, "h:99999"),
+        ({"executor": "dask"}, "selfplay.node.executor"),
+        ({"executor": "ray", "ray": {"num_shards": -1}}, "selfplay.node.ray.num_shards"),
+        ({"executor": "ray", "ray": {"num_shards": 1.5}}, "selfplay.node.ray.num_shards"),
+        ({"executor": "ray", "ray": {"num_cpus": 0}}, "selfplay.node.ray.num_cpus"),
+        ({"executor": "ray", "ray": {"num_gpus": "all"}}, "selfplay.node.ray.num_gpus"),
+        ({"executor": "ray", "ray": {"max_retries": -1}}, "selfplay.node.ray.max_retries"),
+        ({"executor": "ray", "ray": {"address": "nohost"}}, "nohost"),
+        ({"executor": "ray", "ray": {"address": "h:99999"}}, "h:99999"),
     ],
 )
 def test_bad_settings_name_the_key(settings, key, tiny_model):
     with pytest.raises(ValueError, match=key):
-        parse_section("selfplay", settings)
+        parse_section("selfplay", {"node": settings})
     with pytest.raises(ValueError, match=key):  # and the node fails before any work
-        selfplay_nodes.generate_games(tiny_model, {**settings, "device": "cpu"}, 1)
+        selfplay_nodes.generate_games(tiny_model, {"node": {**settings, "device": "cpu"}}, 1)
 
 
 def test_local_executor_needs_no_options_and_the_module_needs_no_ray():
-    assert ExecutorSettings(executor="local", num_shards=8).executor == "local"
+    node = parse_section("selfplay", {"node": {"executor": "local", "ray": {"num_shards": 8}}}).node
+    assert node.executor == "local"
     code = (
         "import sys, connect_zero_pipeline.executors.ray, "
         "connect_zero_pipeline.pipelines.selfplay.nodes\n"

@@ -48,7 +48,7 @@ def test_every_config_is_checked_in_process_too(kedro_project):
     from tests.conftest import run_kedro
 
     with pytest.raises(ValueError, match=r"selfplay\.sims must be an integer, got 'many'"):
-        run_kedro(kedro_project, "alphazero", {"selfplay.sims": "many"})
+        run_kedro(kedro_project, "alphazero", {"selfplay.mcts.sims": "many"})
     assert not (kedro_project / "mlflow.db").exists()
 
 
@@ -109,9 +109,9 @@ def _survivors(pids: set[int], bound: float = 60.0) -> set[int]:
 def test_self_play_workers_die_when_kedro_is_killed(pons_project):
     params = {
         **TINY_CLI,
-        "selfplay.workers": 2,
+        "selfplay.node.workers": 2,
         "selfplay.num_games": 64,
-        "selfplay.sims": 16,
+        "selfplay.mcts.sims": 16,
         "selfplay.moves_per_gen": 400,  # minutes of self-play: killed long before the end
         "alphazero.num_generations": 1,
     }

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from connect_zero_pipeline.commands.runs import runs_table
-from connect_zero_pipeline.pipelines.alphazero.structure import AlphaZeroConfig
+from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
 from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest, run_status
 from tests.conftest import (
     FINISHED_RUN,

@@ -26,10 +26,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import torch
-import yaml
 
 from ..core.bitboard import State, initial_state, play, random_legal_actions, to_boards
 from ..core.inference import torch_evaluate_fn
@@ -52,23 +50,19 @@ def _roots(num: int, max_plies: int, seed: int = 0) -> State:
     return state
 
 
-RECIPE_FILE = Path(__file__).resolve().parents[3] / "conf" / "base" / "parameters_selfplay.yml"
-
-
 def _recipe() -> SelfPlayConfig:
-    """The project's self-play parameters (the default run's), as a :class:`SelfPlayConfig`."""
-    if not RECIPE_FILE.is_file():
-        return SelfPlayConfig()
-    params = yaml.safe_load(RECIPE_FILE.read_text())["selfplay"]
-    fields = {f.name for f in dataclasses.fields(SelfPlayConfig)}
-    return SelfPlayConfig(**{k: v for k, v in params.items() if k in fields})
+    """The project's self-play parameters (the default run's: ``conf/base`` and ``local``,
+    when run inside the project), as a :class:`SelfPlayConfig`."""
+    from ..pipelines.structure import section
+
+    return section("selfplay")
 
 
 def run(args) -> Iterator[dict]:
     recipe = _recipe()
     quick = bool(getattr(args, "quick", False))
     num_games = 32 if quick else recipe.num_games
-    sims = 8 if quick else recipe.sims
+    sims = 8 if quick else recipe.mcts.sims
     repeats = 2 if quick else 4
     torch.set_num_threads(DEFAULT_NUM_THREADS)  # as self_play runs the recipe
     torch.manual_seed(0)
@@ -76,7 +70,7 @@ def run(args) -> Iterator[dict]:
     evaluate_fn = torch_evaluate_fn(model)
     roots = _roots(num_games, 8)
     boards = to_boards(roots)  # (B, 6, 7)
-    mcts_cfg = MCTSConfig(sims=sims, c_puct=recipe.c_puct, dirichlet_eps=recipe.dirichlet_eps)
+    mcts_cfg = MCTSConfig(sims=sims, c_puct=recipe.mcts.c_puct, dirichlet_eps=recipe.mcts.dirichlet_eps)
     gen = torch.Generator().manual_seed(0)
     evals = [0]
 
@@ -129,7 +123,8 @@ def run(args) -> Iterator[dict]:
 
     # Self-play: the default recipe over a shortened generation.
     moves = 4 if quick else 16
-    sp_cfg = dataclasses.replace(recipe, num_games=num_games, sims=sims, moves_per_gen=moves)
+    sp_cfg = dataclasses.replace(recipe, num_games=num_games, moves_per_gen=moves,
+                                 mcts=dataclasses.replace(recipe.mcts, sims=sims))
     self_play(dataclasses.replace(sp_cfg, moves_per_gen=1), evaluate_fn)  # warm-up
     best = 0.0
     for _ in range(1 if quick else 2):

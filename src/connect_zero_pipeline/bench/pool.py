@@ -12,12 +12,13 @@ fresh).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from collections.abc import Iterator
 
 import torch
 
 from ..core.models import build_model
-from ..core.selfplay import SelfPlayConfig
+from ..core.selfplay import SEARCH, SelfPlayConfig
 from ..executors import local
 from . import figure
 
@@ -26,9 +27,9 @@ def run(args) -> Iterator[dict]:
     torch.manual_seed(0)
     model = build_model("tiny")
     if args.quick:  # a smoke run: the process start-ups it measures, little play
-        cfg, generations = SelfPlayConfig(num_games=8, sims=2, moves_per_gen=4), 2
+        cfg, generations = SelfPlayConfig(num_games=8, mcts=replace(SEARCH, sims=2), moves_per_gen=4), 2
     else:
-        cfg, generations = SelfPlayConfig(num_games=64, sims=8, moves_per_gen=16), 3
+        cfg, generations = SelfPlayConfig(num_games=64, mcts=replace(SEARCH, sims=8), moves_per_gen=16), 3
     series: dict[str, list[float]] = {}
     for label, fresh in (("kept", False), ("fresh", True)):
         local.close_pools()

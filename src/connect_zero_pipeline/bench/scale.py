@@ -47,7 +47,7 @@ import torch
 from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.inference import make_evaluate_fn
 from ..core.models import build_model
-from ..core.selfplay import DEFAULT_NUM_THREADS, SelfPlayConfig, merge_shards, self_play
+from ..core.selfplay import DEFAULT_NUM_THREADS, SEARCH, SelfPlayConfig, merge_shards, self_play
 from ..executors.ray import RayOptions, RaySelfPlayPool
 from . import figure
 
@@ -72,7 +72,7 @@ def run(args) -> Iterator[dict]:
     quick = bool(getattr(args, "quick", False))
     cfg = SelfPlayConfig(
         num_games=64 if quick else 256,
-        sims=8 if quick else 16,
+        mcts=dataclasses.replace(SEARCH, sims=8 if quick else 16),
         moves_per_gen=8 if quick else 24,
         seed=0,
     )
@@ -86,19 +86,21 @@ def run(args) -> Iterator[dict]:
         # write ~/.ray/auth_token, which turns on auth for every later `ray start` here.
         os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     options = RayOptions(address=address, num_shards=2, num_cpus=1, num_gpus=0)
+    backend = "auto"
     # Every path builds its evaluate_fn (for ``auto``: the onnxruntime graph) once, outside
     # the timing, as the actors do: the figures compare playing, not model export.
-    evaluate_fn = make_evaluate_fn(model, "cpu", cfg.backend)
+    evaluate_fn = make_evaluate_fn(model, "cpu", backend)
     procs = ProcessPoolExecutor(
         2,
         mp_context=get_context("spawn"),
         initializer=_proc_init,
-        initargs=(checkpoint_dict(model), cfg.backend),
+        initargs=(checkpoint_dict(model), backend),
     )
-    with procs, RaySelfPlayPool(model, options, num_threads=DEFAULT_NUM_THREADS) as pool:
+    pool = RaySelfPlayPool(model, options, num_threads=DEFAULT_NUM_THREADS, backend=backend)
+    with procs, pool:
         if pool.num_actors < 2:
             raise RuntimeError(f"bench scale needs a cluster with 2 CPUs, got {pool.num_actors}")
-        pool.wait_ready(cfg.backend)
+        pool.wait_ready()
         # First-call costs (allocator, oneDNN primitives) for every batch shape timed below.
         warm = dataclasses.replace(cfg, moves_per_gen=2)
         pool.play(warm, num_shards=1)
@@ -127,9 +129,9 @@ def run(args) -> Iterator[dict]:
     rate = {k: positions / t for k, t in best.items()}
     common = {
         "model": "tiny",
-        "backend": cfg.backend,
+        "backend": backend,
         "num_games": cfg.num_games,
-        "sims": cfg.sims,
+        "sims": cfg.mcts.sims,
         "moves_per_gen": cfg.moves_per_gen,
         "rounds": rounds,
         "cluster": address,

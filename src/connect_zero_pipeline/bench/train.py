@@ -18,7 +18,9 @@ import torch
 
 from ..core.bitboard import initial_state, play, random_legal_actions, reset_done
 from ..core.models import build_model
-from ..core.training import PI_COLUMNS, TrainConfig, alphazero_loss, games_to_tensors
+from ..core.training import PI_COLUMNS, alphazero_loss, games_to_tensors
+from ..executors.settings import NodeSettings
+from ..params.train import TrainParams
 from ..pipelines.train.nodes import train_generation
 from . import figure
 
@@ -64,9 +66,10 @@ def run(args) -> Iterator[dict]:
     os.environ.setdefault("TQDM_DISABLE", "1")  # the node's progress bar: not part of the figure
     rows = 4_000 if args.quick else 16_000
     repeats = 1 if args.quick else 3
-    cfg = TrainConfig(device="cpu")
+    cfg = TrainParams(node=NodeSettings(device="cpu", num_threads=None))
     table = _games_table(rows)
-    params = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}
+    params = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__ if k != "node"}
+    params["node"] = {"device": "cpu", "num_threads": None}
     torch.manual_seed(0)
     model = build_model("tiny")
     boards, pi, z = games_to_tensors(
@@ -80,7 +83,7 @@ def run(args) -> Iterator[dict]:
         start = time.perf_counter()
         train_generation(model, params, table, generation=1, num_generations=1)
         node_best = max(node_best, samples / (time.perf_counter() - start))
-        torch.set_num_threads(cfg.num_threads or threads)
+        torch.set_num_threads(cfg.node.num_threads or threads)
         try:
             net = build_model("tiny").train()
             start = time.perf_counter()
@@ -97,5 +100,5 @@ def run(args) -> Iterator[dict]:
         batch_size=cfg.batch_size,
         rows=rows,
         steps=num_steps,
-        threads=cfg.num_threads,
+        threads=cfg.node.num_threads,
     )

@@ -179,26 +179,6 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise CommandError(str(exc)) from exc
 
 
-def score_table(evaluate_fn, labelled: pd.DataFrame, batch_size: int = 4096) -> dict[str, float]:
-    """:func:`~..core.evaluation.solver_set_metrics` over all positions, then decisive ones.
-
-    Returns:
-        The metrics over all rows, plus the same over rows with ``decisive``
-        True, suffixed ``_decisive`` (without ``count_decisive``); ``{}`` for
-        an empty table.
-    """
-    from ..core.evaluation import solver_set_metrics
-
-    if labelled.empty:
-        return {}
-    metrics = solver_set_metrics(evaluate_fn, labelled, batch_size)
-    decisive = labelled.loc[labelled["decisive"].to_numpy(bool)]
-    if not decisive.empty:
-        sub = solver_set_metrics(evaluate_fn, decisive, batch_size)
-        metrics.update({f"{k}_decisive": v for k, v in sub.items() if k != "count"})
-    return metrics
-
-
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Score every file; returns the exit status."""
     paths = [Path(f) for f in args.files]
@@ -213,17 +193,17 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{len(errors)} invalid line(s): nothing scored", file=stderr, flush=True)
         return EXIT_BAD_INPUT
 
-    from ..core.evaluation import search_agent_metrics
+    from ..core.evaluation import set_scores
     from ..core.inference import make_evaluate_fn, torch_evaluate_fn
     from ..core.labelling import Labeller, SolvedCache
     from ..core.mcts import MCTSConfig
-    from ..executors import chunk_runner
+    from ..executors import NodeSettings, chunk_runner
 
     model, description = resolve_model(args.model, args.dataset)
     network_fn = torch_evaluate_fn(model, "cpu")
     search_fn = make_evaluate_fn(model, "cpu", "auto") if any(args.sims) else None
     cache = SolvedCache(_cache_dir(args.cache))
-    runner = chunk_runner("local", workers=0)  # every core
+    runner = chunk_runner(NodeSettings())  # every core
     with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner) as labeller:
         for path, table in zip(paths, tables, strict=True):
             if is_labelled(path):
@@ -232,17 +212,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 labelled, skipped = label_positions(table, labeller, desc=path.name)
             for sims in args.sims:
                 start = time.perf_counter()
-                if sims == 0:
-                    metrics = score_table(network_fn, labelled, args.batch_size)
-                    strict = metrics.get("acc", 0.0)
-                    weak = metrics.get("weak_acc", 0.0)
-                else:
-                    config = MCTSConfig(sims=sims, search=args.search)
-                    metrics = (
-                        search_agent_metrics(search_fn, labelled, config) if len(labelled) else {}
-                    )
-                    strict = metrics.pop("strict_acc", 0.0)
-                    weak = metrics.pop("weak_acc", 0.0)
+                mcts = MCTSConfig(sims=sims, search=args.search) if sims else None
+                metrics = set_scores(labelled, network_fn, search_fn, mcts, args.batch_size)
+                strict = metrics.pop("strict_acc", 0.0)
+                weak = metrics.pop("weak_acc", 0.0)
+                metrics.pop("weak_mistake_rate", None)
                 count = float(len(labelled))
                 record = {
                     "file": str(path),
@@ -269,11 +243,10 @@ def _cache_dir(option: str | None) -> Path | None:
     """``--cache``: a folder, ``none``, or by default the project's solver cache (if any)."""
     if option is not None:
         return None if option.lower() == "none" else Path(option)
-    from kedro.utils import find_kedro_project
+    from ..params.pons import PonsConfig
+    from ..project import project_root
 
-    from ..pipelines.pons.nodes import PonsConfig
-
-    project = find_kedro_project(Path.cwd())
+    project = project_root()
     default = PonsConfig().cache_dir
     return project / default if project is not None and default else None
 

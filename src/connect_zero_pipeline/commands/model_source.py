@@ -77,9 +77,10 @@ def load_catalog_entry(name: str, start: Path | None = None):
 
     quiet.install()  # known third-party warnings (omegaconf resolver API) stay quiet
     from kedro.io import DataCatalog, DatasetError
-    from kedro.utils import find_kedro_project
 
-    project = find_kedro_project(start or Path.cwd())
+    from ..project import project_root
+
+    project = project_root(start)
     if project is None:
         raise CommandError(
             f"{start or Path.cwd()} is not inside a Kedro project, so there is no catalog "
@@ -156,11 +157,10 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
 
 def _registered(uri: str):
     """A registered version of the project's MLflow registry (``models:/name@alias``)."""
-    from kedro.utils import find_kedro_project
-
+    from ..project import project_root
     from ..registry import load_registered
 
-    project = find_kedro_project(Path.cwd())
+    project = project_root()
     if project is None:
         raise CommandError(f"{uri}: {Path.cwd()} is not inside a Kedro project (no registry)")
     try:

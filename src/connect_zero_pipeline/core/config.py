@@ -15,38 +15,103 @@ import torch
 T = TypeVar("T")
 
 
-def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str) -> T:
-    """Build the frozen dataclass ``cls`` from ``params``.
+def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str,
+                default: T | None = None) -> T:  # fmt: skip
+    """Build the frozen dataclass ``cls`` from ``params``: the one parser of every config.
+
+    A field whose type is a dataclass (``mcts: MCTSConfig``, ``node: NodeSettings``) is a
+    nested mapping, built by the same rules: its missing keys keep the values of the
+    field's default instance, so ``selfplay.mcts.sims`` changes the simulations and keeps
+    the rest of self-play's search.
 
     Args:
         cls: a dataclass; its ``__post_init__`` validates values (with :func:`check`).
-        params: the parameter mapping (missing keys take the dataclass defaults).
+        params: the parameter mapping (missing keys take ``default``'s values, else the
+            dataclass defaults).
         section: the parameter path, named in error messages (e.g. ``"selfplay"``).
+        default: an instance of ``cls`` whose values the missing keys keep.
 
     Raises:
         ValueError: for a key ``cls`` does not have, naming ``section.key`` and
             the nearest valid key, or for a value the dataclass rejects, naming
             ``section.key`` (messages from :func:`check` start with the key).
     """
+    if params is not None and not isinstance(params, Mapping):
+        raise ValueError(
+            f"invalid parameter: {section} must be a mapping of keys, got {params!r}"
+        )
     params = dict(params or {})
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(params) - set(names))
     if unknown:
         raise unknown_key_error(section, unknown[0], names)
     hints = _hints(cls)
+    values = {}
     for key, value in params.items():
         expected = hints.get(key)
+        nested = _dataclass_in(expected)
+        if nested is not None and isinstance(value, Mapping):
+            base = getattr(default, key) if default is not None else field_default(cls, key)
+            values[key] = from_params(nested, value, f"{section}.{key}",
+                                      base if isinstance(base, nested) else None)  # fmt: skip
+            continue
         if expected is not None and not _type_ok(value, expected):
             raise ValueError(
                 f"invalid parameter: {section}.{key} must be {_type_name(expected)}, got {value!r}"
             )
+        values[key] = value
     try:
-        return cls(**params)
+        return dataclasses.replace(default, **values) if default is not None else cls(**values)
     except (TypeError, ValueError) as exc:
         message = str(exc).removeprefix(f"{cls.__name__}.")
         if message.split(" ", 1)[0] in names:  # "lr must be > 0, got -1" -> "train.lr must ..."
             message = f"{section}.{message}"
         raise ValueError(f"invalid parameter: {message}") from exc
+
+
+def field_default(cls: type, name: str) -> Any:
+    """The default value of field ``name`` of dataclass ``cls`` (``MISSING`` if none)."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            return f.default
+    raise KeyError(name)
+
+
+def defaults(cls: type) -> dict[str, Any]:
+    """Every key of ``cls`` and its default, nested dataclasses as dotted keys
+    (``mcts.sims``): the recipe a parameter section spells."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        value = field_default(cls, f.name)
+        if dataclasses.is_dataclass(value):
+            out.update({f"{f.name}.{k}": v for k, v in values(value).items()})
+        elif value is not dataclasses.MISSING:
+            out[f.name] = value
+    return out
+
+
+def values(obj: Any) -> dict[str, Any]:
+    """Every key of the dataclass instance ``obj`` and its value, nested ones as dotted keys."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            out.update({f"{f.name}.{k}": v for k, v in values(value).items()})
+        else:
+            out[f.name] = value
+    return out
+
+
+def _dataclass_in(hint: Any) -> type | None:
+    """The dataclass of an annotation ``X`` or ``X | None`` (None for any other)."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return hint
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        found = [h for h in typing.get_args(hint) if isinstance(h, type) and dataclasses.is_dataclass(h)]
+        return found[0] if found else None
+    return None
 
 
 def _hints(cls) -> dict[str, Any]:
@@ -75,6 +140,8 @@ def _type_ok(value: Any, hint: Any) -> bool:
         return isinstance(value, (list, tuple))
     if hint is dict or origin is dict:
         return isinstance(value, Mapping)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return isinstance(value, (hint, Mapping))
     return True  # Any, torch.device, ...: the dataclass checks it
 
 
@@ -84,6 +151,8 @@ def _type_name(hint: Any) -> str:
         return " or ".join(_type_name(h) for h in typing.get_args(hint))
     if hint is type(None):
         return "null"
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return "a mapping of keys"
     names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
     return names.get(hint, getattr(hint, "__name__", str(hint)))
 
@@ -128,25 +197,6 @@ def check_loss_weight(key: str, value: Any) -> None:
 def check_loop_length(key: str, value: Any) -> None:
     """A structural loop length (generations, chunks): an integer in [1, 999]."""
     check(is_int(value) and 1 <= value <= 999, key, value, "an integer in [1, 999]")
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeSettings:
-    """Where a stage runs; never what it computes (part of several parameter sections)."""
-
-    device: str = "auto"
-    """``auto`` (CUDA when available), ``cpu`` or ``cuda[:N]``."""
-    num_threads: int | None = 1
-    """torch CPU threads while the stage runs (1 is fastest on a shared 2-core CPU; null: torch's)."""
-
-    def __post_init__(self):
-        check(isinstance(self.device, str), "device", self.device, "'auto', 'cpu' or 'cuda[:N]'")
-        check(
-            self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
-            "num_threads",
-            self.num_threads,
-            "null or an integer >= 1",
-        )
 
 
 def check(condition: bool, key: str, value: Any, requirement: str) -> None:

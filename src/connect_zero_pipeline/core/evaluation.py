@@ -24,16 +24,24 @@ Shapes: N positions, A = 7 columns.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from .bitboard import State, legal_mask, to_boards
-from .inference import EvaluateFn
+from .config import check, is_int, mix_seed
+from .inference import EvaluateFn, torch_evaluate_fn
 from .labelling import SCORE_COLUMNS
 from .match import play_match
-from .players import Player
+from .mcts import MCTSConfig, MCTSPlayer
+from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
+
+log = logging.getLogger(__name__)
 
 PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
 """Stone-count classes of Pons' benchmark sets (beginning, middle, end), inclusive ranges."""
@@ -164,3 +172,152 @@ def win_rates(
 ) -> dict[str, float]:
     """``player``'s win/draw/loss rates over ``num_games`` games, colours alternating."""
     return play_match(player, opponent, num_games, seed=seed, device=device).rates()
+
+
+def set_scores(
+    labelled: pd.DataFrame,
+    network_fn: EvaluateFn,
+    search_fn: EvaluateFn | None = None,
+    mcts: MCTSConfig | None = None,
+    batch_size: int = 4096,
+) -> dict[str, float]:
+    """One agent on a solver-labelled set: the network alone (``mcts`` None, every metric of
+    :func:`solver_set_metrics`, and the same over decisive positions with the suffix
+    ``_decisive``) or the search agent of ``mcts`` (:func:`search_agent_metrics`).
+
+    Both have ``strict_acc`` (the move has the best exact score), ``weak_acc`` and
+    ``weak_mistake_rate = 1 - weak_acc`` (the move loses the outcome class: AlphaZero.jl's
+    figure) and ``count``; an empty table gives ``{}``.
+    """
+    if labelled.empty:
+        return {}
+    if mcts is None:
+        metrics = solver_set_metrics(network_fn, labelled, batch_size)
+        metrics["strict_acc"] = metrics["acc"]
+        if "decisive" in labelled:
+            decisive = labelled.loc[labelled["decisive"].to_numpy(bool)]
+            if not decisive.empty:
+                sub = solver_set_metrics(network_fn, decisive, batch_size)
+                metrics.update({f"{k}_decisive": v for k, v in sub.items() if k != "count"})
+    else:
+        metrics = search_agent_metrics(search_fn or network_fn, labelled, mcts)
+    metrics["weak_mistake_rate"] = 1.0 - metrics["weak_acc"]
+    return metrics
+
+
+# ---------------------------------------------------------------------------
+# A generation's evaluation
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreviousMatch:
+    """The match of the new model against the previous generation's (both MCTS agents)."""
+
+    num_games: int = 100
+    """Games, colours alternating."""
+    opening_plies: int = 2
+    """Random moves that open every game (the agents are deterministic: without them the
+    match would repeat the same two games)."""
+    mcts: MCTSConfig = MCTSConfig(sims=16)
+    """Both agents' search."""
+
+    def __post_init__(self):
+        check(is_int(self.num_games) and self.num_games >= 2, "num_games", self.num_games,
+              "an integer >= 2")  # fmt: skip
+        check(is_int(self.opening_plies) and 0 <= self.opening_plies <= 8, "opening_plies",
+              self.opening_plies, "an integer in [0, 8]")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublicSets:
+    """The public position sets (catalog entry ``pons_benchmarks``) scored every generation."""
+
+    sims: list = field(default_factory=lambda: [32])
+    """Simulations of the MCTS agents scored (with the network alone, always), each with
+    the search of ``evaluate.mcts``."""
+
+    def __post_init__(self):
+        check(isinstance(self.sims, (list, tuple)) and all(is_int(n) and n >= 1
+              for n in self.sims), "sims", self.sims, "a list of integers >= 1")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """A generation's evaluation (section ``evaluate``): the recipe of its metrics."""
+
+    num_games: int = 200
+    """Games against RandomPunisher, of the network alone and of the MCTS agent."""
+    mcts: MCTSConfig = MCTSConfig(sims=32)
+    """The MCTS agent's search (no noise: PUCT plays the most visited move, Gumbel its
+    Sequential Halving survivor)."""
+    previous: PreviousMatch = PreviousMatch()
+    """The match against the previous generation."""
+    benchmark: PublicSets = PublicSets()
+    """The public position sets' agents."""
+    gating: bool = False
+    """Keep the previous model unless the new one scores ``gate_threshold`` against it."""
+    gate_threshold: float = 0.55
+    """Score (wins + draws/2) the new model needs against the previous one to replace it."""
+    seed: int = 0
+    """Seeds the matches (mixed with the generation number)."""
+
+    def __post_init__(self):
+        check(is_int(self.num_games) and self.num_games >= 200, "num_games", self.num_games,
+              "an integer >= 200 (both colours, seeded)")  # fmt: skip
+        check(isinstance(self.gating, bool), "gating", self.gating, "true or false")
+        check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
+
+
+def gate(vs_previous: dict[str, float], config: EvaluateConfig) -> tuple[float, bool]:
+    """The new model's score against the previous one, and whether it replaces it."""
+    score = vs_previous["win_rate"] + 0.5 * vs_previous["draw_rate"]
+    return score, (not config.gating) or score >= config.gate_threshold
+
+
+def evaluate_candidate(
+    candidate: torch.nn.Module,
+    new_fn: EvaluateFn,
+    old_fn: EvaluateFn,
+    positions: pd.DataFrame,
+    public_sets: dict[str, pd.DataFrame],
+    config: EvaluateConfig,
+    *,
+    generation: int,
+    device: torch.device,
+) -> tuple[bool, dict[str, float]]:
+    """Measure a generation's candidate network; returns whether it is accepted, and metrics.
+
+    ``new_fn`` and ``old_fn`` evaluate the candidate's and the previous model's network
+    for the searches. Metrics: ``solver.*`` (the network alone on ``positions``),
+    ``punisher.policy.*`` and ``punisher.mcts.*`` (against RandomPunisher),
+    ``previous.*``, ``gate.accepted``, ``gate.score``, and for each public set
+    ``bench.<set>.<agent>.strict_acc`` and ``.weak_mistake_rate``.
+    """
+    seed = mix_seed(config.seed, generation)
+    network_fn = torch_evaluate_fn(candidate, device)
+    metrics = {f"solver.{k}": v for k, v in solver_set_metrics(network_fn, positions).items()}
+    punisher = RandomPunisher()
+    players = (("policy", PolicyPlayer(candidate.to(device).eval())),
+               ("mcts", MCTSPlayer(new_fn, config.mcts)))  # fmt: skip
+    for name, player in players:
+        for k, v in win_rates(player, punisher, config.num_games, seed, device).items():
+            metrics[f"punisher.{name}.{k}"] = v
+    match = config.previous
+    new_agent = RandomOpening(MCTSPlayer(new_fn, match.mcts), match.opening_plies)
+    old_agent = RandomOpening(MCTSPlayer(old_fn, match.mcts), match.opening_plies)
+    vs_prev = win_rates(new_agent, old_agent, match.num_games, seed + 1, device)
+    metrics.update({f"previous.{k}": v for k, v in vs_prev.items()})
+    score, accepted = gate(vs_prev, config)
+    metrics["gate.accepted"] = float(accepted)
+    metrics["gate.score"] = score
+    for name, labelled in public_sets.items():
+        agents = {"network": None} | {
+            f"mcts{n}": dataclasses.replace(config.mcts, sims=n) for n in config.benchmark.sims
+        }
+        for agent, mcts in agents.items():
+            scores = set_scores(labelled, network_fn, new_fn, mcts)
+            for k in ("strict_acc", "weak_mistake_rate"):
+                metrics[f"bench.{name}.{agent}.{k}"] = scores.get(k, float("nan"))
+    return accepted, metrics
+

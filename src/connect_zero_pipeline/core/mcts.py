@@ -64,6 +64,7 @@ from .bitboard import (
     play,
     to_boards,
 )
+from .config import check, is_int
 from .inference import EvaluateFn, torch_evaluate_fn
 from .players import sample_move
 
@@ -115,34 +116,27 @@ class MCTSConfig:
     in ``[0, 1)``, 0 = every win +1. Self-play's value targets use the same rule."""
 
     def __post_init__(self):
-        if isinstance(self.sims, bool) or not isinstance(self.sims, int) or self.sims < 1:
-            raise ValueError(f"MCTSConfig.sims must be an integer >= 1, got {self.sims!r}")
-        if not (isinstance(self.c_puct, (int, float)) and self.c_puct > 0):
-            raise ValueError(f"MCTSConfig.c_puct must be a number > 0, got {self.c_puct!r}")
-        a = self.dirichlet_alpha
-        if not (isinstance(a, (int, float)) and a > 0 and math.isfinite(a)):
-            raise ValueError(f"MCTSConfig.dirichlet_alpha must be a number > 0, got {a!r}")
-        e = self.dirichlet_eps
-        if not (isinstance(e, (int, float)) and 0 <= e <= 1):
-            raise ValueError(f"MCTSConfig.dirichlet_eps must be in [0, 1], got {e!r}")
-        if self.search not in SEARCHES:
-            raise ValueError(f"MCTSConfig.search must be one of {SEARCHES}, got {self.search!r}")
-        m = self.gumbel_num_actions
-        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= WIDTH:
-            raise ValueError(
-                f"MCTSConfig.gumbel_num_actions must be an integer in [1, 7], got {m!r}"
-            )
-        for key in ("c_visit", "c_scale"):
-            v = getattr(self, key)
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, (int, float))
-                or not (v > 0 and math.isfinite(v))
-            ):
-                raise ValueError(f"MCTSConfig.{key} must be a number > 0, got {v!r}")
-        d = self.win_decay
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 <= d < 1:
-            raise ValueError(f"MCTSConfig.win_decay must be a number in [0, 1), got {d!r}")
+        check(is_int(self.sims) and self.sims >= 1, "sims", self.sims, "an integer >= 1")
+        check(_positive(self.c_puct), "c_puct", self.c_puct, "a number > 0")
+        check(_positive(self.dirichlet_alpha), "dirichlet_alpha", self.dirichlet_alpha,
+              "a number > 0")  # fmt: skip
+        check(_number(self.dirichlet_eps) and 0 <= self.dirichlet_eps <= 1, "dirichlet_eps",
+              self.dirichlet_eps, "in [0, 1]")  # fmt: skip
+        check(self.search in SEARCHES, "search", self.search, f"one of {SEARCHES}")
+        check(is_int(self.gumbel_num_actions) and 1 <= self.gumbel_num_actions <= WIDTH,
+              "gumbel_num_actions", self.gumbel_num_actions, "an integer in [1, 7]")  # fmt: skip
+        check(_positive(self.c_visit), "c_visit", self.c_visit, "a number > 0")
+        check(_positive(self.c_scale), "c_scale", self.c_scale, "a number > 0")
+        check(_number(self.win_decay) and 0 <= self.win_decay < 1, "win_decay", self.win_decay,
+              "a number in [0, 1)")  # fmt: skip
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _positive(v) -> bool:
+    return _number(v) and v > 0
 
 
 class Tree(NamedTuple):

@@ -131,13 +131,32 @@ class RandomOpening:
 
 
 PLAYERS = {"random": RandomPlayer, "random_punisher": RandomPunisher}
+SOLVER_PREFIX = "solver:"
+PLAYER_NAMES = "'random', 'random_punisher' or 'solver:<epsilon in [0, 1]>'"
+"""The players that need no network, by name (what :func:`make_player` accepts)."""
 
 
-def make_player(name: str) -> Player:
-    """A baseline player by name: ``random`` or ``random_punisher``."""
-    if name not in PLAYERS:
-        raise ValueError(f"unknown player {name!r}; choose one of: {', '.join(PLAYERS)}")
-    return PLAYERS[name]()
+def is_player_name(name) -> bool:
+    """Whether :func:`make_player` knows ``name``."""
+    if name in PLAYERS:
+        return True
+    if isinstance(name, str) and name.startswith(SOLVER_PREFIX):
+        try:
+            return 0.0 <= float(name[len(SOLVER_PREFIX) :]) <= 1.0
+        except ValueError:
+            return False
+    return False
+
+
+def make_player(name: str, *, solver_max_nodes: int = 0) -> Player:
+    """A player that needs no network, by name: ``random``, ``random_punisher``, or
+    ``solver:<epsilon>`` (the perfect solver playing a random move with probability
+    epsilon, within ``solver_max_nodes`` nodes per position: :class:`SolverPlayer`)."""
+    if not is_player_name(name):
+        raise ValueError(f"unknown player {name!r}; choose {PLAYER_NAMES}")
+    if name in PLAYERS:
+        return PLAYERS[name]()
+    return SolverPlayer(epsilon=float(name[len(SOLVER_PREFIX) :]), max_nodes=solver_max_nodes)
 
 
 class SolverPlayer:

@@ -8,7 +8,7 @@ For each agent (e.g. the latest REINFORCE and AlphaZero models):
 - a direct match, both networks greedy. Greedy play is deterministic, so each
   game starts with ``opening_plies`` uniformly random moves (seeded);
 - optionally a second direct match: the first agent's greedy network against
-  the second agent's MCTS (``mcts_sims`` simulations per move, no noise).
+  the second agent's MCTS (``mcts``, no noise).
 
 Shapes: B games.
 """
@@ -39,8 +39,8 @@ class ScorecardConfig:
     """Games of each direct match (colours alternate)."""
     opening_plies: int = 2
     """Uniformly random opening moves in every direct-match game (greedy play is deterministic)."""
-    mcts_sims: int = 32
-    """Simulations per move of the second agent's MCTS in the second direct match; 0 skips it."""
+    mcts: MCTSConfig | None = MCTSConfig(sims=32)
+    """The second agent's search in the second direct match (null skips that match)."""
     seed: int = 0
     """Seeds every match; both agents face the same draws against RandomPunisher."""
 
@@ -48,7 +48,6 @@ class ScorecardConfig:
         check(self.num_games >= 200, "num_games", self.num_games, ">= 200 (both colours, seeded)")
         check(self.match_games >= 2, "match_games", self.match_games, ">= 2")
         check(0 <= self.opening_plies <= 8, "opening_plies", self.opening_plies, "in [0, 8]")
-        check(self.mcts_sims >= 0, "mcts_sims", self.mcts_sims, ">= 0")
 
 
 def _rates(prefix: str, rates: Mapping[str, float]) -> dict[str, float]:
@@ -73,7 +72,7 @@ def scorecard(
         ``{name: metrics}`` with, for each agent: ``solver.*``,
         ``punisher.policy.{win,draw,loss}_rate``, ``punisher.policy.mean_length``,
         ``h2h.policy.{win,draw,loss}_rate`` (its own rates in the greedy-vs-greedy
-        match), and when ``mcts_sims > 0`` ``h2h.mcts.*`` (first's greedy network
+        match), and unless ``mcts`` is None ``h2h.mcts.*`` (first's greedy network
         vs second's MCTS agent, each from its own side).
     """
     (name_a, model_a), (name_b, model_b) = first, second
@@ -104,9 +103,7 @@ def scorecard(
         out[name_b].update(_rates(prefix, mirrored))
 
     match(greedy[name_a], greedy[name_b], "h2h.policy", config.seed + 1)
-    if config.mcts_sims > 0:
-        agent = MCTSPlayer(
-            model_b.to(device).eval(), MCTSConfig(sims=config.mcts_sims), device=device
-        )
+    if config.mcts is not None:
+        agent = MCTSPlayer(model_b.to(device).eval(), config.mcts, device=device)
         match(greedy[name_a], agent, "h2h.mcts", config.seed + 2)
     return out

@@ -46,9 +46,9 @@ import pandas as pd
 import torch
 
 from .bitboard import NUM_CELLS, WIDTH, initial_state, legal_mask, play, reset_done
-from .config import torch_threads
+from .config import check, is_int, torch_threads
 from .gumbel import gumbel_from_uniforms
-from .inference import BACKENDS, EvaluateFn, make_evaluate_fn
+from .inference import EvaluateFn, make_evaluate_fn
 from .mcts import (
     MCTSConfig,
     dirichlet_from_uniforms,
@@ -76,20 +76,23 @@ DEFAULT_NUM_THREADS = 1  # see self_play(num_threads=...)
 MIN_GAME_PLIES = 7  # the shortest Connect-4 game (a vertical four by the first player)
 
 
+SEARCH = MCTSConfig(sims=16, dirichlet_eps=0.25, search="gumbel")
+"""Self-play's search: 16 simulations of Gumbel search, root noise 0.25 (used by PUCT only);
+the other keys are :class:`~.mcts.MCTSConfig`'s."""
+
+
 @dataclass(frozen=True)
 class SelfPlayConfig:
     """One generation of self-play. Validated on construction (``ValueError`` naming the field).
 
     The defaults are the project's CPU recipe (``conf/base/parameters_selfplay.yml``
     repeats them): 512 slots with 4 random opening plies play 32 steps, then the
-    games in progress finish: about 22k positions, every one kept, in about 17 s
-    with the ``cpu`` model in 2 worker processes on the 2-core development machine.
+    games in progress finish. The search is an :class:`~.mcts.MCTSConfig`
+    (:data:`SEARCH` by default), the same type every agent of the project searches with.
     """
 
     num_games: int = 512
     """Game slots played in parallel (the search batch size)."""
-    sims: int = 16
-    """MCTS simulations per move."""
     moves_per_gen: int = 32
     """Env steps of the whole batch per generation; each step is one ply in every slot."""
     finish_games: bool = True
@@ -98,77 +101,34 @@ class SelfPlayConfig:
     kept, long and drawn games as often as short ones."""
     temp_cutoff: int = 10
     """Plies of each game (counted from its first move) whose move is sampled from the
-    visit distribution with temperature 1; later plies play the most visited column."""
+    visit distribution with temperature 1; later plies play the most visited column
+    (Gumbel search: the Sequential Halving survivor throughout)."""
     random_opening_plies: int = 4
     """The first plies of each game play a uniformly random legal move (still searched
     and recorded with their visit targets): exploration of openings self-play would
     not choose, like the random openings of the evaluation set."""
-    c_puct: float = 1.5
-    """PUCT exploration constant."""
-    dirichlet_alpha: float = 1.0
-    """Root Dirichlet noise concentration."""
-    dirichlet_eps: float = 0.25
-    """Root noise weight (0 disables noise)."""
-    search: str = "gumbel"
-    """``puct`` (AlphaZero: play sampled from the visit counts for ``temp_cutoff`` plies,
-    train on the visit distribution) or ``gumbel`` (Gumbel AlphaZero: play the Gumbel-Top-k
-    survivor, train on the improved policy; :mod:`.gumbel`)."""
-    gumbel_num_actions: int = 7
-    """Gumbel: actions sampled at the root (7: every legal move)."""
-    c_visit: float = 50.0
-    """Gumbel: ``sigma(q) = (c_visit + max N) * c_scale * q``."""
-    c_scale: float = 1.0
-    """Gumbel: see ``c_visit``."""
-    win_decay: float = MCTSConfig.win_decay
-    """Value of a win: ``1 - win_decay * (stones - 7) / 35`` (:func:`~.mcts.win_value`), in
-    the search's terminal values and the ``z`` targets alike; 0 = every win +1."""
     seed: int = 0
     """Seed of the per-slot random streams (with the generation number and slot index)."""
-    backend: str = "auto"
-    """Network evaluation when a model is given: ``auto`` (onnxruntime on CPU, about 1.7x
-    torch there; torch on CUDA), ``torch`` or ``onnxruntime`` (see :mod:`.inference`)."""
+    mcts: MCTSConfig = SEARCH
+    """The search of every move: ``search`` (``puct``: play sampled from the visit counts
+    for ``temp_cutoff`` plies, train on the visit distribution; ``gumbel``: play the
+    Gumbel-Top-k survivor, train on the improved policy), ``sims`` and the rest. Its
+    ``win_decay`` also shapes the ``z`` targets."""
 
     def __post_init__(self):
-        for key in ("num_games", "sims", "moves_per_gen"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"SelfPlayConfig.{key} must be an integer >= 1, got {v!r}")
+        for key in ("num_games", "moves_per_gen"):
+            check(is_int(getattr(self, key)) and getattr(self, key) >= 1, key,
+                  getattr(self, key), "an integer >= 1")  # fmt: skip
         for key in ("temp_cutoff", "random_opening_plies"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"SelfPlayConfig.{key} must be an integer >= 0, got {v!r}")
-        if not isinstance(self.finish_games, bool):
-            raise ValueError(
-                f"SelfPlayConfig.finish_games must be true or false, got {self.finish_games!r}"
-            )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"SelfPlayConfig.seed must be an integer, got {self.seed!r}")
-        if self.num_games * games_per_slot(self.moves_per_gen) >= 2**31:
-            raise ValueError(
-                f"SelfPlayConfig.num_games={self.num_games} with moves_per_gen="
-                f"{self.moves_per_gen} overflows the int32 game ids"
-            )
-        if self.backend not in BACKENDS:
-            raise ValueError(
-                f"SelfPlayConfig.backend must be one of {BACKENDS}, got {self.backend!r}"
-            )
-        self.mcts_config()  # validates c_puct and the noise parameters
-
-    def mcts_config(self) -> MCTSConfig:
-        try:
-            return MCTSConfig(
-                sims=self.sims,
-                c_puct=self.c_puct,
-                dirichlet_alpha=self.dirichlet_alpha,
-                dirichlet_eps=self.dirichlet_eps,
-                search=self.search,
-                gumbel_num_actions=self.gumbel_num_actions,
-                c_visit=self.c_visit,
-                c_scale=self.c_scale,
-                win_decay=self.win_decay,
-            )
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("MCTSConfig", "SelfPlayConfig")) from None
+            check(is_int(getattr(self, key)) and getattr(self, key) >= 0, key,
+                  getattr(self, key), "an integer >= 0")  # fmt: skip
+        check(isinstance(self.finish_games, bool), "finish_games", self.finish_games,
+              "true or false")  # fmt: skip
+        check(is_int(self.seed), "seed", self.seed, "an integer")
+        check(isinstance(self.mcts, MCTSConfig), "mcts", self.mcts, "an MCTSConfig")
+        check(self.num_games * games_per_slot(self.moves_per_gen) < 2**31, "num_games",
+              self.num_games, f"small enough for int32 game ids with moves_per_gen="
+              f"{self.moves_per_gen}")  # fmt: skip
 
 
 def games_per_slot(moves_per_gen: int) -> int:
@@ -273,6 +233,7 @@ def self_play(
     num_shards: int = 1,
     progress: bool | Callable[[int, int], None] = False,
     num_threads: int | None = DEFAULT_NUM_THREADS,
+    backend: str = "auto",
 ) -> pd.DataFrame:
     """Play one generation (or one shard of it) and return its positions.
 
@@ -280,7 +241,7 @@ def self_play(
         config: :class:`SelfPlayConfig` (defaults: the CPU recipe).
         evaluate_fn: ``boards int8 [M, 6, 7] -> (logits [M, 7], value [M])``, or
             give ``model`` instead (moved to ``device`` and wrapped by
-            :func:`~.inference.make_evaluate_fn` with ``config.backend``).
+            :func:`~.inference.make_evaluate_fn` with ``backend``).
         device: where games and search run.
         generation: written to the ``generation`` column and mixed into the seed.
         shard_index, num_shards: play only the slots of :func:`shard_slots`;
@@ -289,11 +250,11 @@ def self_play(
             called as ``progress(steps_done, moves_per_gen)`` after each of the
             ``moves_per_gen`` steps (the finishing steps that follow are not counted).
         num_threads: torch intra-op threads for the duration of the call
-            (restored afterwards); ``None`` keeps torch's setting. The default,
-            1, is measured: on the shared 2-core machine under load, a default
-            generation took 73 s with 1 thread and 590 s with 2 (each network
-            call waits in OpenMP barriers for a descheduled thread). On an idle
-            machine 2 threads are up to ~2x faster; scale out with shards instead.
+            (restored afterwards); ``None`` keeps torch's setting. The default, 1,
+            suits a shared CPU (each network call of several threads waits for a
+            descheduled one); scale out with shards instead.
+        backend: the network's evaluation for ``model``: ``auto``, ``torch`` or
+            ``onnxruntime`` (:data:`~.inference.BACKENDS`).
 
     Returns:
         A DataFrame with :data:`COLUMNS` and their dtypes, sorted by
@@ -306,7 +267,7 @@ def self_play(
         raise ValueError("self_play needs exactly one of evaluate_fn and model")
     device = torch.device(device)
     if model is not None:
-        evaluate_fn = make_evaluate_fn(model, device, cfg.backend)
+        evaluate_fn = make_evaluate_fn(model, device, backend)
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
         return _empty_table()
@@ -337,10 +298,10 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: to
         action = result.action
     else:
         noise = None
-        if cfg.dirichlet_eps > 0:
+        if mcts_cfg.dirichlet_eps > 0:
             noise = dirichlet_from_uniforms(
                 legal_mask(state),
-                cfg.dirichlet_alpha,
+                mcts_cfg.dirichlet_alpha,
                 u[:, :_NUM_NOISE].view(dirichlet_uniform_shape(state.batch_size)),
             )
         result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
@@ -362,7 +323,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
     # With finish_games, the games in progress after step T play on (only they search)
     # for at most NUM_CELLS - 1 more steps: no ply is dropped for want of an outcome.
     steps = T + (NUM_CELLS - 1 if cfg.finish_games else 0)
-    mcts_cfg = cfg.mcts_config()
+    mcts_cfg = cfg.mcts
     b_slot = torch.arange(slots.start, slots.stop, dtype=torch.int64, device=device)  # (G,)
     keys = slot_keys(cfg.seed, generation, b_slot)
     draws = _draws_per_step(mcts_cfg)

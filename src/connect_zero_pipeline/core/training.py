@@ -79,23 +79,11 @@ class TrainConfig:
     """Stop with an error when a minibatch loss exceeds this (or is not finite)."""
     seed: int = 0
     """Seeds minibatch shuffling (the generation number is mixed in by the caller)."""
-    device: str = "auto"
-    """``auto``, ``cpu`` or ``cuda``."""
-    num_threads: int | None = None
-    """torch CPU threads while training (None: torch's default, every core). The train
-    node runs alone, so on the idle 2-core machine two threads train about 25% faster
-    than one; 1 is the robust choice when other jobs share the CPU."""
 
     def __post_init__(self):
         check(self.batch_size >= 1, "batch_size", self.batch_size, ">= 1")
         check(
             self.samples_per_position > 0, "samples_per_position", self.samples_per_position, "> 0"
-        )
-        check(
-            self.num_threads is None or self.num_threads >= 1,
-            "num_threads",
-            self.num_threads,
-            "null or >= 1",
         )
         check_lr(self.lr)
         check(0 < self.lr_min <= self.lr, "lr_min", self.lr_min, f"in (0, lr={self.lr}]")
@@ -244,6 +232,7 @@ def train_model(
     device: torch.device | str = "cpu",
     seed: int | None = None,
     progress_bar: bool = False,
+    num_threads: int | None = None,
 ) -> tuple[nn.Module, dict[str, float]]:
     """Train a copy of ``model`` on ``(boards, pi, z)``; ``model`` itself is not modified.
 
@@ -255,6 +244,7 @@ def train_model(
         progress: the span of the whole run this call covers, for the cosine schedule.
         seed: shuffling seed (default ``config.seed``).
         progress_bar: show a progress bar (:mod:`connect_zero_pipeline.core.progress`).
+        num_threads: torch CPU threads while training (None: torch's setting).
 
     Returns:
         The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
@@ -295,7 +285,7 @@ def train_model(
         steps = _bar(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
     perm = torch.randperm(n, generator=gen).to(device)
-    with torch_threads(config.num_threads):
+    with torch_threads(num_threads):
         for step in steps:
             k = step % steps_per_epoch
             if k == 0 and step:

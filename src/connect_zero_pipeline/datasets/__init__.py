@@ -9,6 +9,7 @@ from typing import Any
 _MODULES = {
     "OnnxModelDataset": ".onnx_dataset",
     "PlayPageDataset": ".play_page_dataset",
+    "PonsFilesDataset": ".pons_files",
     "TorchModelDataset": ".model_dataset",
 }
 

@@ -87,8 +87,9 @@ def _init_solver_worker(parent: int, tt_log2: int) -> None:
 
 
 def _play_shard(
-    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, steps
-):
+    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, steps,
+    backend: str,
+):  # fmt: skip
     """One shard in a worker process; reports its env steps to ``steps`` (a queue) if given."""
     report = None
     if steps is not None:
@@ -104,6 +105,7 @@ def _play_shard(
         shard_index=shard,
         num_shards=shards,
         num_threads=threads,
+        backend=backend,
         progress=report or False,
     )
 
@@ -115,6 +117,7 @@ def local_self_play(
     workers: int,
     generation: int = 0,
     num_threads: int | None = DEFAULT_NUM_THREADS,
+    backend: str = "auto",
     progress: bool = False,
 ) -> pd.DataFrame:
     """One generation split into ``workers`` shards on CPU worker processes of this machine.
@@ -127,9 +130,8 @@ def local_self_play(
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     workers = min(workers, config.num_games)
     if workers == 1:
-        return self_play(
-            config, model=model, generation=generation, progress=progress, num_threads=num_threads
-        )
+        return self_play(config, model=model, generation=generation, progress=progress,
+                         num_threads=num_threads, backend=backend)  # fmt: skip
     ckpt = checkpoint_dict(model)
     for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
         shard_pool = _shard_pool(workers)
@@ -138,7 +140,8 @@ def local_self_play(
         try:
             futures = {
                 shard_pool.pool.submit(
-                    _play_shard, ckpt, config, generation, i, workers, num_threads, steps
+                    _play_shard, ckpt, config, generation, i, workers, num_threads, steps,
+                    backend,
                 ): i
                 for i in range(workers)
             }

@@ -79,19 +79,20 @@ class _SelfPlayWorker:
     The network arrives as ``weights_ref = [ray.put(checkpoint_dict(model))]``
     with each call, wrapped in a list so that Ray passes the reference instead
     of the value: the actor fetches and rebuilds it (and its ``evaluate_fn``
-    for the config's backend, e.g. the onnxruntime graph) only when it has not
+    for its backend, e.g. the onnxruntime graph) only when it has not
     built that object yet: its first shard, or its first after a restart.
     Keeping object references out of the constructor is what lets Ray restart
     an actor safely (ray-project/ray#53727).
     """
 
-    def __init__(self, num_threads: int | None):
+    def __init__(self, num_threads: int | None, backend: str = "auto"):
         import ray
         import torch
 
         cuda = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
         self.device = torch.device("cuda" if cuda else "cpu")  # Ray sets CUDA_VISIBLE_DEVICES
         self.num_threads = num_threads
+        self.backend = backend
         self._model = None
         self._weights_id = None
         self._evaluate_fns: dict = {}  # backend -> evaluate_fn of the current weights
@@ -110,9 +111,9 @@ class _SelfPlayWorker:
             self._evaluate_fns[backend] = make_evaluate_fn(self._model, self.device, backend)
         return self._evaluate_fns[backend]
 
-    def ready(self, weights_ref: list, backend: str = "auto") -> dict:
+    def ready(self, weights_ref: list) -> dict:
         """Build the network now (warm-up); returns the actor's pid and device."""
-        self._evaluate_fn(weights_ref, backend)
+        self._evaluate_fn(weights_ref, self.backend)
         return {"pid": os.getpid(), "device": str(self.device)}
 
     def play(
@@ -128,7 +129,7 @@ class _SelfPlayWorker:
 
         table = self_play(
             config,
-            self._evaluate_fn(weights_ref, config.backend),
+            self._evaluate_fn(weights_ref, self.backend),
             device=self.device,
             generation=generation,
             shard_index=shard_index,
@@ -162,6 +163,7 @@ class RaySelfPlayPool:
             weights are ``ray.put`` once and every actor rebuilds it.
         options: :class:`RayOptions`; ``num_shards`` also caps the actor count.
         num_threads: torch threads inside each actor (as :func:`~connect_zero_pipeline.core.selfplay.self_play`).
+        backend: the actors' network evaluation (as ``self_play``'s ``backend``).
         num_games: the generation's slot count, to cap the actors (optional).
     """
 
@@ -171,6 +173,7 @@ class RaySelfPlayPool:
         options: RayOptions | None = None,
         *,
         num_threads: int | None = DEFAULT_NUM_THREADS,
+        backend: str = "auto",
         num_games: int | None = None,
         _worker_cls: type = _SelfPlayWorker,  # testing hook (fault injection)
     ):
@@ -192,7 +195,7 @@ class RaySelfPlayPool:
             max_restarts=self.options.max_retries,
             max_task_retries=self.options.max_retries,
         )
-        self.actors = [actor_cls.remote(num_threads) for _ in range(self.num_actors)]
+        self.actors = [actor_cls.remote(num_threads, backend) for _ in range(self.num_actors)]
         log.info(
             "Started %d self-play actors on %r (%g CPUs, %g GPUs each; capacity %d)",
             self.num_actors, self.address, self.options.num_cpus, self.num_gpus, capacity,
@@ -213,9 +216,9 @@ class RaySelfPlayPool:
                 log.debug("could not kill actor %s: %s", actor, exc)
         self.actors = []
 
-    def wait_ready(self, backend: str = "auto") -> list[dict]:
-        """Block until every actor has built its network for ``backend``; returns pid and device."""
-        return self._ray.get([a.ready.remote(self._weights, backend) for a in self.actors])
+    def wait_ready(self) -> list[dict]:
+        """Block until every actor has built its network; returns pid and device."""
+        return self._ray.get([a.ready.remote(self._weights) for a in self.actors])
 
     def play(
         self,
@@ -309,6 +312,7 @@ def ray_self_play(
     generation: int = 0,
     options: RayOptions | None = None,
     num_threads: int | None = DEFAULT_NUM_THREADS,
+    backend: str = "auto",
     progress: bool | Callable[[int, int], None] = False,
 ) -> pd.DataFrame:
     """One generation of self-play on Ray actors (a pool for this call only).
@@ -318,7 +322,7 @@ def ray_self_play(
     kernels, see :mod:`.selfplay`).
     """
     with RaySelfPlayPool(
-        model, options, num_threads=num_threads, num_games=config.num_games
+        model, options, num_threads=num_threads, backend=backend, num_games=config.num_games
     ) as pool:
         return pool.play(config, generation, progress=progress)
 

@@ -1,57 +1,57 @@
-"""What the pipeline registry needs: the run's parameters, before any pipeline is built.
+"""What the pipeline registry needs: the structural parameters of the run being built.
 
 Kedro pipelines are DAGs, so the AlphaZero generations and the REINFORCE
 chunks are unrolled when the registry builds the pipelines, and a few
 *structural* parameters fix their shape (``alphazero.num_generations``,
-``train.buffer_gens``, ``reinforce.num_chunks``). They are read from the run's
-configuration: ``hooks.RunStartHook`` validates the merged parameters of the
-session (base + env + ``--params``) against the schema (:mod:`.params`) as
-soon as the context exists, before Kedro builds the pipelines, runs a node or
-opens an MLflow run, and hands them over with :func:`set_registry_params`. Outside a
-session (``kedro registry``, kedro-viz without hooks, plain imports), the
-project's ``conf/`` is read directly, with the same loader settings.
+``train.buffer_gens``, ``reinforce.num_chunks``). The registry reads them from the
+configuration of the session that runs: :class:`~..session.ProjectSession` reads its
+merged parameters (base + env + ``--params``) with its own config loader, and builds its
+pipelines inside :func:`reading`. Outside a session (``kedro registry``, kedro-viz,
+plain imports) the project's ``conf/`` is read, with the same loader settings.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator, Mapping
 from functools import partial, update_wrapper
-from pathlib import Path
 from typing import Any
 
-_STASH: dict[str, Any] = {}
+from ..params.schema import parse_section
+
+_SESSION_PARAMS: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "session_params", default=None
+)
 
 
-def set_registry_params(params: dict[str, Any] | None) -> None:
-    """Hand the session's validated parameters to the registry (None: forget them)."""
-    _STASH.clear()
-    if params:
-        _STASH.update(params)
+@contextlib.contextmanager
+def reading(params: Mapping[str, Any]) -> Iterator[None]:
+    """Build pipelines from ``params`` (a session's merged parameters) inside the block."""
+    token = _SESSION_PARAMS.set(params)
+    try:
+        yield
+    finally:
+        _SESSION_PARAMS.reset(token)
 
 
-def _load_from_conf() -> dict[str, Any]:
+def _conf_params() -> Mapping[str, Any]:
     from ..config_loader import load_parameters
+    from ..project import project_root
 
-    root = Path.cwd()
-    while not (root / "conf" / "base").is_dir() and root != root.parent:
-        root = root.parent
-    if not (root / "conf" / "base").is_dir():
+    root = project_root()
+    if root is None:
         return {}
     return load_parameters(root / "conf", os.environ.get("KEDRO_ENV", "local"))
 
 
-def registry_params() -> dict[str, Any]:
-    """The run's merged parameters while the registry builds pipelines (or ``conf/`` outside a run)."""
-    return _STASH or _load_from_conf()
-
-
-def section(name: str) -> tuple:
-    """:func:`~.params.parse_section` of section ``name`` of :func:`registry_params`."""
-    from .params import parse_section
-
-    node: Any = registry_params()
+def section(name: str) -> Any:
+    """:func:`~..params.schema.parse_section` of section ``name`` of the run's parameters."""
+    params = _SESSION_PARAMS.get()
+    node: Any = _conf_params() if params is None else params
     for part in name.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
+        node = node.get(part) if isinstance(node, Mapping) else None
     return parse_section(name, node)
 
 

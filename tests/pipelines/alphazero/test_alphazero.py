@@ -18,16 +18,16 @@ TINY = {
     "model.preset": None,
     "model.arch": {"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8},
     "selfplay.num_games": 8,
-    "selfplay.sims": 4,
+    "selfplay.mcts.sims": 4,
     "selfplay.moves_per_gen": 42,  # every slot finishes a game
-    "selfplay.device": "cpu",
+    "selfplay.node.device": "cpu",
     "train.samples_per_position": 1.0,
     "train.batch_size": 32,
-    "train.device": "cpu",
+    "train.node.device": "cpu",
     "evaluate.num_games": 200,
-    "evaluate.mcts_sims": 2,
-    "evaluate.previous_games": 10,
-    "evaluate.device": "cpu",
+    "evaluate.mcts.sims": 2,
+    "evaluate.previous.num_games": 10,
+    "evaluate.node.device": "cpu",
 }
 
 
@@ -82,7 +82,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
         halves = (evaluated[f"{agent}.win_rate_first"] + evaluated[f"{agent}.win_rate_second"]) / 2
         assert evaluated[f"{agent}.win_rate"] == pytest.approx(halves), agent
     assert gen2.data.metrics["train.loss"] > 0
-    assert gen2.data.params["selfplay.sims"] == "4"
+    assert gen2.data.params["selfplay.mcts.sims"] == "4"
     history = client.get_metric_history(parent.info.run_id, "solver.acc")
     assert sorted(m.step for m in history) == [1, 2]
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
@@ -93,7 +93,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     (run_id,) = known_runs(project)
     date, clock = run_id.split("T")
     assert parent.info.run_name == f"alphazero seed=0 {date}T{clock[:5].replace('.', ':')}"
-    assert parent.data.params["selfplay.sims"] == "4" and "selfplay" not in parent.data.params
+    assert parent.data.params["selfplay.mcts.sims"] == "4" and "selfplay" not in parent.data.params
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
 
     # The end-of-run summary, printed and logged on the parent.

@@ -13,29 +13,29 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import cli_params, kedro_cli, latest, mlflow_client
+from tests.conftest import cli_params, kedro_cli, latest, mlflow_client, no_public_sets
 
 CPU_TINY = {
     "alphazero.num_generations": 1,
     "selfplay.num_games": 8,
-    "selfplay.sims": 2,
+    "selfplay.mcts.sims": 2,
     "selfplay.moves_per_gen": 4,  # one game per slot (the games in progress finish)
-    "selfplay.workers": 1,
-    "selfplay.device": "cpu",
-    "train.device": "cpu",
-    "train.num_threads": 1,
+    "selfplay.node.workers": 1,
+    "selfplay.node.device": "cpu",
+    "train.node.device": "cpu",
+    "train.node.num_threads": 1,
     "train.batch_size": 32,
     "train.samples_per_position": 1.0,
-    "evaluate.device": "cpu",
-    "evaluate.mcts_sims": 2,
-    "evaluate.previous_games": 2,
-    "evaluate.previous_sims": 2,
-    "evaluate.benchmark_files": "[]",  # an env run reads no conf/local: the Pons sets are on
+    "evaluate.node.device": "cpu",
+    "evaluate.mcts.sims": 2,
+    "evaluate.previous.num_games": 2,
+    "evaluate.previous.mcts.sims": 2,
 }
 
 
 @pytest.mark.slow
 def test_the_gpu_env_runs_the_whole_dag_on_the_cpu(pons_project):
+    no_public_sets(pons_project, "gpu")  # an env run reads no conf/local
     res = kedro_cli(pons_project, "run", "--env", "gpu", "--params", cli_params(CPU_TINY))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     # The env's own keys took effect (its `small` network) ...

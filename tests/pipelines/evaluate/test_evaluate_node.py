@@ -1,28 +1,32 @@
-"""The evaluate node scores the network and MCTS agents on configured Pons files."""
+"""The public position sets: a catalog entry, labelled once, scored every generation."""
 
 from __future__ import annotations
 
 import pytest
+from kedro.io import DatasetError
 
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.pipelines.evaluate.nodes import evaluate_generation
+from connect_zero_pipeline.datasets.pons_files import PonsFilesDataset
+from connect_zero_pipeline.pipelines.evaluate.nodes import evaluate_generation, label_public_sets
 from tests.conftest import PONS_DIR
 
 
-def test_benchmark_files_become_metrics_of_every_generation(pons_set, tmp_path, monkeypatch):
+def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the solver cache path is relative to the project root
     head = tmp_path / "L3_head"
     head.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:30]))
+    files = PonsFilesDataset({"L3_head": str(head)}).load()
+    labelled = label_public_sets(files, {"node": {"workers": 1}})
+    assert len(labelled) == 30 and set(labelled["set"]) == {"L3_head"}
+    assert any((tmp_path / "data" / "02_intermediate" / "solver_cache").glob("part-*.parquet"))
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
     params = {
-        "device": "cpu",
-        "mcts_sims": 2,
-        "previous_games": 2,
-        "previous_sims": 2,
-        "benchmark_files": [str(head)],
-        "benchmark_sims": [4],
+        "node": {"device": "cpu"},
+        "mcts": {"sims": 2},
+        "previous": {"num_games": 2, "mcts": {"sims": 2}},
+        "benchmark": {"sims": [4]},
     }
-    _, metrics = evaluate_generation(model, model, pons_set, params, generation=1)
+    _, metrics = evaluate_generation(model, model, pons_set, labelled, params, generation=1)
     keys = {k for k in metrics if k.startswith("bench.")}
     assert keys == {
         f"bench.L3_head.{agent}.{m}"
@@ -31,6 +35,15 @@ def test_benchmark_files_become_metrics_of_every_generation(pons_set, tmp_path, 
     }
     for key in keys:
         assert 0.0 <= metrics[key] <= 1.0, key
-    assert any((tmp_path / "data" / "02_intermediate" / "solver_cache").glob("part-*.parquet"))
-    with pytest.raises(ValueError, match="evaluate.benchmark_files must be a list of existing"):
-        evaluate_generation(model, model, pons_set, {**params, "benchmark_files": ["x"]}, 1)
+    none = label_public_sets({}, {})  # no public set: no bench metric
+    _, metrics = evaluate_generation(model, model, pons_set, none, params, generation=1)
+    assert not any(k.startswith("bench.") for k in metrics)
+
+
+def test_a_bad_public_set_file_is_named(tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text("4453\n44x\n")
+    with pytest.raises(DatasetError, match=r"bad: line 2: .*x.*\(1 bad line\(s\) in "):
+        PonsFilesDataset({"bad": str(bad)}).load()
+    with pytest.raises(DatasetError, match="cannot read position file"):
+        PonsFilesDataset({"gone": str(tmp_path / "gone")}).load()

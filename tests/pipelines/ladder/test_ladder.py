@@ -12,11 +12,11 @@ from tests.pipelines.alphazero.test_alphazero import TINY
 LADDER = {
     "ladder.every": 1,
     "ladder.num_openings": 2,
-    "ladder.sims": 2,
+    "ladder.mcts.sims": 2,
     "ladder.num_bootstrap": 20,
     "ladder.anchors": ["random", "random_punisher", "solver:0.5"],
     "ladder.solver_max_nodes": 20000,
-    "ladder.device": "cpu",
+    "ladder.node.device": "cpu",
 }
 
 
@@ -104,7 +104,7 @@ def test_a_bad_selection_fails_before_any_game(pons_project, params, message):
 
 
 def test_bad_ladder_parameters_are_named(kedro_project):
-    from connect_zero_pipeline.pipelines.ladder.nodes import LadderConfig
+    from connect_zero_pipeline.params.ladder import LadderConfig
 
     with pytest.raises(ValueError, match=r"anchors must be 'random', 'random_punisher' or "
                        r"'solver:<epsilon in \[0, 1\]>', got 'solver:2'"):  # fmt: skip
@@ -121,7 +121,8 @@ def test_reinforce_chunks_play_by_their_latest_version(kedro_project):
     for version in ("2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"):
         (folder / version).mkdir(parents=True)
         save_model(build_model("mlp"), folder / version / "model.pt")
-    params = {**LADDER, "ladder.runs": [], "ladder.reinforce": ["rf_002"], "ladder.sims": 0,
+    searchless = {k: v for k, v in LADDER.items() if not k.startswith("ladder.mcts")}
+    params = {**searchless, "ladder.runs": [], "ladder.reinforce": ["rf_002"], "ladder.mcts": None,
               "ladder.anchors": ["random", "random_punisher"]}  # fmt: skip
     run_kedro(kedro_project, "ladder", params)
     ratings = _latest_table(kedro_project, "data/08_reporting/ladder/ratings.parquet")

@@ -18,10 +18,10 @@ TINY = {
     "reinforce.train.games_per_batch": 16,
     "reinforce.train.batches_per_chunk": 2,
     "reinforce.train.opponent": "self",
-    "reinforce.train.device": "cpu",
+    "reinforce.train.node.device": "cpu",
     "reinforce.evaluate.num_games": 200,
     "reinforce.evaluate.diversity_games": 20,
-    "reinforce.evaluate.device": "cpu",
+    "reinforce.evaluate.node.device": "cpu",
 }
 
 

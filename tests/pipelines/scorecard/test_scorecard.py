@@ -16,8 +16,8 @@ from tests.conftest import latest, mlflow_client, run_kedro
 SCORECARD = {
     "scorecard.num_games": 200,
     "scorecard.match_games": 20,
-    "scorecard.mcts_sims": 2,
-    "scorecard.device": "cpu",
+    "scorecard.mcts.sims": 2,
+    "scorecard.node.device": "cpu",
 }
 V1, V2 = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.conftest import selfplay_config
+
 import pandas as pd
 import pytest
 
@@ -14,25 +16,25 @@ from connect_zero_pipeline.pipelines.train.nodes import train_generation
 def test_a_window_without_finished_games_names_the_setting():
     model = build_model({"arch": "mlp", "hidden": [8]})
     games = self_play(
-        SelfPlayConfig(num_games=2, sims=2, moves_per_gen=3, finish_games=False),
+        selfplay_config(num_games=2, sims=2, moves_per_gen=3, finish_games=False),
         torch_evaluate_fn(model),
     )
     assert games.empty  # 3 plies finish no game, and the games in progress are dropped
     assert isinstance(games, pd.DataFrame)
     with pytest.raises(ValueError, match="no positions .*selfplay.finish_games=true"):
-        train_generation(model, {"device": "cpu"}, games, generation=1, num_generations=2)
+        train_generation(model, {"node": {"device": "cpu"}}, games, generation=1, num_generations=2)
 
 
 def test_a_table_missing_a_column_is_a_schema_error_naming_the_dataset():
     model = build_model({"arch": "mlp", "hidden": [8]})
-    cfg = SelfPlayConfig(num_games=4, sims=2, moves_per_gen=42)
+    cfg = selfplay_config(num_games=4, sims=2, moves_per_gen=42)
     good = self_play(cfg, torch_evaluate_fn(model), generation=1)
     bad = self_play(cfg, torch_evaluate_fn(model), generation=2).drop(columns=["pi_3"])
     with pytest.raises(
         ValueError, match=r"self-play table gen_002\.games lacks column\(s\) \['pi_3'\]"
     ):
-        train_generation(model, {"device": "cpu"}, good, bad, generation=2, num_generations=2)
+        train_generation(model, {"node": {"device": "cpu"}}, good, bad, generation=2, num_generations=2)
     nulls = good.copy()
     nulls.loc[0, "z"] = float("nan")
     with pytest.raises(ValueError, match=r"gen_001\.games has null values in column\(s\) \['z'\]"):
-        train_generation(model, {"device": "cpu"}, nulls, bad, generation=2, num_generations=2)
+        train_generation(model, {"node": {"device": "cpu"}}, nulls, bad, generation=2, num_generations=2)

@@ -21,7 +21,7 @@ from ..config import check, check_loss_weight, check_lr, mix_seed
 from ..evaluation import solver_set_metrics, win_rates
 from ..inference import torch_evaluate_fn
 from ..models import build_model
-from ..players import Player, PolicyPlayer, RandomPlayer, RandomPunisher
+from ..players import Player, PolicyPlayer, RandomPunisher, make_player
 from ..progress import progress_bar as _bar
 from ..training import TrainingDivergedError
 from .loss import beta_at, reinforce_loss
@@ -158,10 +158,6 @@ def init_policy(model_config: dict[str, Any] | str, seed: int = 0) -> nn.Module:
     return model.eval()
 
 
-def _fixed_opponent(name: str) -> Player:
-    return RandomPunisher() if name == "random_punisher" else RandomPlayer()
-
-
 def train_chunk(
     model: nn.Module,
     config: ReinforceConfig,
@@ -226,7 +222,7 @@ def train_chunk(
         frozen.eval().requires_grad_(False)
         opponent: Player = PolicyPlayer(frozen, temperature=1.0)
     else:
-        opponent = _fixed_opponent(config.opponent)
+        opponent = make_player(config.opponent)
 
     total_steps = num_chunks * config.batches_per_chunk
     first_step = (chunk - 1) * config.batches_per_chunk

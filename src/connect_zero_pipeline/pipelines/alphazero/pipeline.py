@@ -5,11 +5,13 @@ the namespace ``gen_{k:03d}``:
 
 - ``gen_k.self_play``: ``gen_{k-1}.model`` -> ``gen_k.games``, ``gen_k.selfplay_metrics``
 - ``gen_k.train``: ``gen_{k-1}.model`` + ``gen_{k-B+1..k}.games`` -> ``gen_k.candidate``, ``gen_k.train_metrics``
-- ``gen_k.evaluate``: ``gen_k.candidate``, ``gen_{k-1}.model``, ``pons_positions``
-  -> ``gen_k.model`` (the candidate, or the previous model when gating rejects it),
+- ``gen_k.evaluate``: ``gen_k.candidate``, ``gen_{k-1}.model``, ``pons_positions``,
+  ``public_sets_labelled`` -> ``gen_k.model`` (the candidate, or the previous model when gating rejects it),
   ``gen_k.eval_metrics``
 
-Dataset factories in ``catalog.yml`` make each of these a versioned entry.
+Dataset factories in ``catalog.yml`` make each of these a versioned entry. Before the
+first generation, ``label_public_sets`` labels the public position sets (catalog entry
+``pons_benchmarks``) once for the whole run.
 After the last generation: ``plot_learning_curves``, ``publish_model`` (the
 final model becomes ``latest_model``) and the ``export`` pipeline (ONNX,
 parity gate, play page).
@@ -20,7 +22,7 @@ from __future__ import annotations
 from kedro.pipeline import Node, Pipeline
 
 from ...naming import generation_name
-from ..evaluate.nodes import evaluate_generation
+from ..evaluate.nodes import evaluate_generation, label_public_sets
 from ..export.pipeline import create_pipeline as create_export
 from ..selfplay.nodes import generate_games, init_model
 from ..structure import bind
@@ -57,7 +59,8 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
             ),
             Node(
                 bind(evaluate_generation, generation=k),
-                inputs=["candidate", "previous_model", "pons_positions", "params:evaluate"],
+                inputs=["candidate", "previous_model", "pons_positions", "public_sets_labelled",
+                        "params:evaluate"],  # fmt: skip
                 outputs=["model", "eval_metrics"],
                 name="evaluate",
                 tags=["evaluate"],
@@ -70,6 +73,7 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
         inputs={
             "previous_model": f"{prev}.model",
             "pons_positions": "pons_positions",
+            "public_sets_labelled": "public_sets_labelled",
             **{f"window_{j}": f"{generation_name(j)}.games" for j in earlier},
         },
         parameters={"params:selfplay", "params:train", "params:evaluate"},
@@ -77,7 +81,8 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
 
 
 def init_pipeline() -> Pipeline:
-    """``gen_000.init_model``: the initial network, ``gen_000.model``."""
+    """``gen_000.init_model``: the initial network, ``gen_000.model``; and the public sets
+    labelled once for every generation's evaluation."""
     template = Pipeline(
         [
             Node(
@@ -89,7 +94,15 @@ def init_pipeline() -> Pipeline:
             )
         ]
     )
-    return Pipeline(template, namespace=generation_name(0), parameters={"params:model"})
+    labels = Node(
+        label_public_sets,
+        inputs=["pons_benchmarks", "params:pons"],
+        outputs="public_sets_labelled",
+        name="label_public_sets",
+        tags=["evaluate", "init"],
+    )
+    init = Pipeline(template, namespace=generation_name(0), parameters={"params:model"})
+    return init + Pipeline([labels])
 
 
 def report_pipeline(num_generations: int) -> Pipeline:

@@ -8,25 +8,9 @@ last ``train.buffer_gens`` generations of games (a field of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ...core.config import check_loop_length
 from ..structure import section
-
-
-@dataclass(frozen=True)
-class AlphaZeroConfig:
-    """The AlphaZero loop (section ``alphazero``)."""
-
-    num_generations: int = 24
-    """Generations of self-play -> train -> evaluate (structural: unrolled into the DAG)."""
-
-    def __post_init__(self):
-        check_loop_length("num_generations", self.num_generations)
 
 
 def structure() -> tuple[int, int]:
     """``(num_generations, buffer_gens)`` of the run being built, validated."""
-    (loop,) = section("alphazero")
-    (train,) = section("train")
-    return loop.num_generations, train.buffer_gens
+    return section("alphazero").num_generations, section("train").buffer_gens

@@ -3,49 +3,18 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import onnx
 import pandas as pd
 from torch import nn
 
 from ... import web
-from ...core.config import check
 from ...core.evaluation import solver_set_metrics
-from ...core.export import MIN_OPSET, check_parity, export_onnx, onnx_info
+from ...core.export import check_parity, export_onnx, onnx_info
 from ...core.inference import torch_evaluate_fn
-from ..params import parse_section
+from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ExportConfig:
-    opset: int = 18
-    """ONNX opset of the export (>= 18, the dynamo exporter's native opset)."""
-    parity_positions: int = 1000
-    """Random legal positions (seeded random play) on which torch and onnxruntime must agree."""
-    parity_seed: int = 0
-    """Seed of those positions."""
-    parity_atol: float = 1e-4
-    """Largest allowed absolute difference of logits and values; above it nothing is written."""
-    ort_web_dir: str | None = None
-    """Folder with the onnxruntime-web files; ``None``: the npm cache in the package's web/."""
-
-    def __post_init__(self):
-        check(
-            isinstance(self.opset, int) and not isinstance(self.opset, bool)
-            and self.opset >= MIN_OPSET,
-            "opset", self.opset, f"an integer >= {MIN_OPSET}",
-        )  # fmt: skip
-        check(
-            isinstance(self.parity_positions, int) and self.parity_positions >= 1000,
-            "parity_positions", self.parity_positions, "an integer >= 1000",
-        )  # fmt: skip
-        check(
-            isinstance(self.parity_atol, (int, float)) and 0 < self.parity_atol <= 1e-3,
-            "parity_atol", self.parity_atol, "a number in (0, 1e-3]",
-        )  # fmt: skip
 
 
 def export_onnx_model(
@@ -60,7 +29,7 @@ def export_onnx_model(
     Returns the ONNX model and the parity metrics. Raises before returning, so nothing is
     written, when the gate fails or the play page could not be built.
     """
-    (cfg,) = parse_section("export", params)
+    cfg = parse_section("export", params)
     web.ort_web_dist(cfg.ort_web_dir)  # the page node needs it: fail before writing anything
     strength = solver_set_metrics(torch_evaluate_fn(model, "cpu"), positions)
     meta = {
@@ -82,7 +51,7 @@ def export_onnx_model(
 
 def build_play_page(onnx_model: onnx.ModelProto, params: dict) -> dict[str, bytes]:
     """The offline play page's files: the web assets, onnxruntime-web and the model."""
-    (cfg,) = parse_section("export", params)
+    cfg = parse_section("export", params)
     data = onnx_model.SerializeToString()
     files = web.page_files(data, onnx_info(data), cfg.ort_web_dir)
     log.info("Play page: %d files, %.1f MB", len(files), sum(map(len, files.values())) / 1e6)

@@ -14,10 +14,11 @@ from .nodes import play_ladder, publish_ratings, rate_players, select_players
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(select_players, "params:ladder", "ladder_players", name="select_players"),
+            Node(select_players, ["model_files", "params:ladder"], "ladder_players",
+                 name="select_players"),  # fmt: skip
             Node(
                 play_ladder,
-                ["ladder_players", "params:ladder"],
+                ["ladder_players", "model_files", "params:ladder"],
                 "ladder_matches",
                 name="play_ladder",
             ),

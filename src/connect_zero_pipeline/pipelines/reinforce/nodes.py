@@ -14,7 +14,7 @@ from ...core.reinforce import (
     init_policy,
     train_chunk,
 )
-from ..params import parse_section
+from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def init_reinforce_model(params: dict) -> tuple[nn.Module, dict]:
     ``params`` (``reinforce.model``): ``preset`` (``mlp``, ``tiny``, ...) or an
     architecture dict under ``arch``; ``seed`` for the initial weights.
     """
-    (spec,) = parse_section("reinforce.model", params)
+    spec = parse_section("reinforce.model", params)
     model = init_policy(spec.config(), seed=spec.seed)
     log.info("REINFORCE: initialised %s, %d parameters", model.config, count_parameters(model))
     return model, {}
@@ -39,15 +39,15 @@ def train_reinforce_chunk(
     Returns the new model, the trainer state for the next chunk and the chunk's
     ``train`` metrics (see :func:`~connect_zero_pipeline.core.reinforce.train_chunk`).
     """
-    cfg, node = parse_section("reinforce.train", params)
-    with torch_threads(node.num_threads):
+    cfg = parse_section("reinforce.train", params)
+    with torch_threads(cfg.node.num_threads):
         trained, new_state, metrics = train_chunk(
             model,
             cfg,
             state,
             chunk=chunk,
             num_chunks=num_chunks,
-            device=resolve_device(node.device),
+            device=resolve_device(cfg.node.device),
             progress_bar=True,
         )
     log.info(
@@ -60,9 +60,9 @@ def evaluate_reinforce_chunk(
     model: nn.Module, positions: pd.DataFrame, params: dict, chunk: int
 ) -> dict:
     """The chunk's ``eval`` metrics: ``solver.*``, ``punisher.policy.*``, ``distinct_games``, ..."""
-    cfg, node = parse_section("reinforce.evaluate", params)
-    with torch_threads(node.num_threads):
-        metrics = evaluate_policy(model, positions, cfg, resolve_device(node.device))
+    cfg = parse_section("reinforce.evaluate", params)
+    with torch_threads(cfg.node.num_threads):
+        metrics = evaluate_policy(model, positions, cfg, resolve_device(cfg.node.device))
     log.info(
         "REINFORCE chunk %d: solver acc %.3f | vs RandomPunisher (greedy) %.3f | "
         "self-play: %d distinct games of %d, entropy %.3f",

@@ -6,16 +6,15 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ...core.config import check, resolve_device, torch_threads
+from ...core.config import resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.scorecard import scorecard
-from ...naming import ALGORITHMS, CHUNK, GENERATION
-from ..params import parse_section
+from ...naming import ALGORITHMS, CHUNK, GENERATION, MODEL_PARTITION
+from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +22,6 @@ log = logging.getLogger(__name__)
 # "gen_008/model.pt/2026-01-01T00.00.00.000Z/model" or
 # "reinforce/rf_008/train_metrics.json/<version>/train_metrics" (the suffix is stripped).
 _STEP = rf"(?P<name>(?P<kind>{GENERATION}|{CHUNK})_(?P<k>\d{{3,}}))"
-_MODEL_ID = re.compile(rf"^(?:.+/)?{_STEP}/model\.pt/(?P<v>[^/]+)/model$")
 _METRICS_ID = re.compile(
     rf"^(?:.+/)?{_STEP}/(?P<stage>\w+)_metrics\.json/(?P<v>[^/]+)/(?P=stage)_metrics$"
 )
@@ -34,26 +32,6 @@ WALL_TIME_KEYS = {
     CHUNK: [("train", "seconds")],
     GENERATION: [("selfplay", "seconds"), ("train", "train_seconds")],
 }
-
-
-@dataclass(frozen=True)
-class ScorecardSelection:
-    """Which checkpoints the scorecard measures (section ``scorecard``)."""
-
-    reinforce: str | None = None
-    """A chunk like ``rf_004``; null: the highest ``rf_XXX`` on disk, latest version."""
-    alphazero: str | None = None
-    """A generation like ``gen_008``; null: the highest ``gen_XXX`` (XXX >= 1)."""
-
-    def __post_init__(self):
-        for kind, label in ALGORITHMS.items():
-            value = getattr(self, label)
-            check(
-                value is None or (isinstance(value, str) and value.startswith(f"{kind}_")),
-                label,
-                value,
-                f"null or a name like {kind}_004",
-            )
 
 
 def latest_checkpoint(
@@ -72,7 +50,7 @@ def latest_checkpoint(
     """
     found: dict[str, list[tuple[str, Callable]]] = {}
     for pid, load in partitions.items():
-        m = _MODEL_ID.match(pid)
+        m = MODEL_PARTITION.match(pid)
         if m and m["kind"] == kind and int(m["k"]) >= 1:
             found.setdefault(m["name"], []).append((m["v"], load))
     label = ALGORITHMS[kind]
@@ -139,14 +117,14 @@ def build_scorecard(
     the direct matches and the training wall time; and the same numbers as
     ``scorecard.<algorithm>.<metric>`` MLflow metrics.
     """
-    cfg, selection, node = parse_section("scorecard", params)
-    device = resolve_device(node.device)
+    cfg = parse_section("scorecard", params)
+    device = resolve_device(cfg.node.device)
     picked = {}
     for kind, label in _ROWS:
-        name, version, load = latest_checkpoint(model_files, kind, getattr(selection, label))
+        name, version, load = latest_checkpoint(model_files, kind, getattr(cfg, label))
         picked[label] = (name, version, load())
         log.info("scorecard: %s = %s (version %s)", label, name, version)
-    with torch_threads(node.num_threads):
+    with torch_threads(cfg.node.num_threads):
         results = scorecard(
             ("reinforce", picked["reinforce"][2]),
             ("alphazero", picked["alphazero"][2]),

@@ -17,8 +17,8 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 build_scorecard,
                 inputs=[
-                    "scorecard_model_files",
-                    "scorecard_metric_files",
+                    "model_files",
+                    "metric_files",
                     "pons_positions",
                     "params:scorecard",
                 ],

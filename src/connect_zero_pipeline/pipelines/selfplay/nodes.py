@@ -12,14 +12,14 @@ from torch import nn
 
 from ...core.models import build_model, count_parameters
 from ...executors import play_generation
-from ..params import parse_section
+from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)
 
 
 def init_model(params: dict) -> nn.Module:
     """Generation 0: a freshly initialised network (section ``model``, :class:`ModelSpec`)."""
-    (spec,) = parse_section("model", params)
+    spec = parse_section("model", params)
     torch.manual_seed(
         spec.seed
     )  # initial weights only; self-play and training take their own seeds
@@ -32,15 +32,15 @@ def init_model(params: dict) -> nn.Module:
 def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.DataFrame, dict]:
     """One generation of batched MCTS self-play, on the configured executor.
 
-    The section's node-level keys (``device``, ``workers``, ``executor`` and the
-    Ray settings, :mod:`connect_zero_pipeline.executors`) never change the table.
+    The section's ``node`` keys (device, workers, executor, ...:
+    :class:`~...executors.settings.NodeSettings`) never change the table.
 
     Returns:
         The games table (``docs/architecture.md``) and ``selfplay`` metrics.
     """
-    cfg, node, executor = parse_section("selfplay", params)
+    cfg = parse_section("selfplay", params)
     start = time.perf_counter()
-    games = play_generation(cfg, model, generation, node, executor)
+    games = play_generation(cfg, model, generation, cfg.node)
     seconds = time.perf_counter() - start
     num_games = int(games["game"].nunique())
     metrics = {

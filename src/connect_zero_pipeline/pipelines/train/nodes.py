@@ -10,7 +10,7 @@ from torch import nn
 from ...core.config import mix_seed, resolve_device
 from ...core.training import games_to_tensors, train_model, train_steps
 from ...naming import generation_name
-from ..params import parse_section
+from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def train_generation(
     generation's size (``samples_per_position``); the cosine learning-rate
     schedule spans the whole run.
     """
-    (cfg,) = parse_section("train", params)
+    cfg = parse_section("train", params)
     first = generation - len(games) + 1  # the window is gen_{first} .. gen_{generation}
     boards, pi, z = games_to_tensors(
         games,
@@ -57,9 +57,10 @@ def train_generation(
         cfg,
         num_steps=train_steps(cfg, new_rows),
         progress=progress,
-        device=resolve_device(cfg.device),
+        device=resolve_device(cfg.node.device),
         seed=mix_seed(cfg.seed, generation),
         progress_bar=True,
+        num_threads=cfg.node.num_threads,
     )
     trained.meta = {"generation": generation}
     metrics["window_generations"] = float(len(games))

@@ -1,0 +1,61 @@
+"""``NodeSettings``: where a node's work runs, the one type of every node that runs work.
+
+Every parameter section of a stage that computes (``selfplay``, ``train``, ``evaluate``,
+``pons``, ``ladder``, ``baselines``, ``scorecard``, ``reinforce.train``,
+``reinforce.evaluate``) has a ``node`` mapping of these keys. None of them changes a
+result: a generation's table, a labelled set or a rating is the same wherever it ran
+(up to float rounding between backends and devices). A stage reads the keys that apply
+to it: ``executor``, ``workers`` and ``ray`` to the stages that fan out (self-play and
+the solver's labelling), ``backend`` to those that search with a network.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import torch
+
+from ..core.config import check, is_int
+from ..core.inference import BACKENDS
+from .ray_cluster import RayOptions
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """Where a node runs; never what it computes (the ``node`` key of a parameter section)."""
+
+    device: str = "auto"
+    """``auto`` (CUDA when available), ``cpu`` or ``cuda[:N]``."""
+    num_threads: int | None = 1
+    """CPU threads of the node's network (torch, or onnxruntime in a search; null: the
+    library's default, one per core)."""
+    backend: str = "auto"
+    """A search's network evaluation: ``auto`` (onnxruntime on CPU, torch on CUDA),
+    ``torch`` or ``onnxruntime``."""
+    executor: str = "local"
+    """``local`` (this machine) or ``ray`` (a Ray cluster: self-play shards on actors,
+    solver chunks as tasks; ``docs/scaling.md``)."""
+    workers: int = 0
+    """Local executor: worker processes, one shard or chunk each at a time (0: one per
+    core; 1: in this process)."""
+    ray: RayOptions = field(default_factory=RayOptions)
+    """Ray executor: the cluster's address and the actors' resources."""
+
+    def __post_init__(self):
+        check(isinstance(self.device, str), "device", self.device, "'auto', 'cpu' or 'cuda[:N]'")
+        check(self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
+              "num_threads", self.num_threads, "null or an integer >= 1")  # fmt: skip
+        check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
+        check(self.executor in EXECUTORS, "executor", self.executor, "'local' or 'ray'")
+        check(is_int(self.workers) and self.workers >= 0, "workers", self.workers,
+              "an integer >= 0")  # fmt: skip
+        check(isinstance(self.ray, RayOptions), "ray", self.ray, "a mapping of Ray options")
+
+    def local_workers(self, device: torch.device | None = None) -> int:
+        """Worker processes to use: ``workers``, or one per core (always 1 off the CPU)."""
+        if device is not None and device.type != "cpu":
+            return 1
+        return self.workers or os.cpu_count() or 1

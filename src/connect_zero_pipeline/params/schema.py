@@ -1,0 +1,102 @@
+"""The parameter schema: every section of ``conf/`` and the dataclass that owns its keys.
+
+Each top-level section (``selfplay``, ``reinforce``, ...) is one frozen dataclass, defined
+in a leaf module (``pipelines/<stage>/config.py`` or ``core``) that imports nothing of the
+pipelines. Settings are composed, never copied: a search is an
+:class:`~..core.mcts.MCTSConfig` wherever it runs (``selfplay.mcts``, ``evaluate.mcts``,
+``ladder.mcts``, ...), and where a stage runs is a
+:class:`~..executors.settings.NodeSettings` (its ``node`` key). One parser,
+:func:`~..core.config.from_params`, builds any of them and names the bad key;
+:func:`parse_section` finds a section's class by its dotted path, and
+:func:`validate_params` builds every section of a run's merged parameters.
+
+One place for each default: the dataclass field. ``conf/base`` repeats the recipe for
+people to read and edit, and ``tests/test_conf.py`` fails when a value there differs from
+its field's default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.config import field_default, from_params, unknown_key_error
+from ..core.models import ModelSpec
+from ..naming import RESUME_KEY
+from .alphazero import AlphaZeroConfig
+from .baselines import BaselineMatchConfig
+from .evaluate import EvaluateParams
+from .export import ExportConfig
+from .ladder import LadderConfig
+from .pons import PonsConfig
+from .reinforce import ReinforceLoopConfig
+from .scorecard import ScorecardParams
+from .selfplay import SelfPlayParams
+from .train import TrainParams
+
+SCHEMA: dict[str, type] = {
+    "alphazero": AlphaZeroConfig,
+    "model": ModelSpec,
+    "selfplay": SelfPlayParams,
+    "train": TrainParams,
+    "evaluate": EvaluateParams,
+    "export": ExportConfig,
+    "pons": PonsConfig,
+    "baselines": BaselineMatchConfig,
+    "reinforce": ReinforceLoopConfig,
+    "scorecard": ScorecardParams,
+    "ladder": LadderConfig,
+}
+"""Every top-level parameter section and its dataclass, in the order stages run."""
+
+
+def section_class(section: str) -> tuple[type, Any]:
+    """The dataclass of a dotted section path (``reinforce.train``) and its default instance
+    (None for a top-level section: the class defaults)."""
+    top, *rest = section.split(".")
+    if top not in SCHEMA:
+        raise ValueError(f"unknown parameter section {section!r}; known: {sorted(SCHEMA)}")
+    cls, default = SCHEMA[top], None
+    for part in rest:
+        default = field_default(cls, part) if default is None else getattr(default, part)
+        if not dataclasses.is_dataclass(default):
+            raise ValueError(f"{section!r} is not a parameter section")
+        cls = type(default)
+    return cls, default
+
+
+def parse_section(section: str, params: Mapping[str, Any] | None) -> Any:
+    """The dataclass of ``section`` (a dotted path) built from its parameter mapping.
+
+    Raises:
+        ValueError: naming ``section.key`` for an unknown key (with the nearest valid
+            one) or a value a dataclass rejects.
+    """
+    cls, default = section_class(section)
+    return from_params(cls, params, section, default)
+
+
+def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Build every section's dataclass from a run's merged parameters.
+
+    Besides the sections, one top-level key is known: ``resume`` (a run id,
+    see :mod:`connect_zero_pipeline.runs`).
+
+    Returns:
+        Section name -> its dataclass, for every section of :data:`SCHEMA`.
+
+    Raises:
+        ValueError: an unknown top-level section (with the nearest known one),
+            or the first bad key of any section.
+    """
+    top = sorted([*SCHEMA, RESUME_KEY])
+    for name in params:
+        if name not in top:
+            raise unknown_key_error("", name, top)
+    resume = params.get(RESUME_KEY)
+    if resume is not None and not isinstance(resume, str):
+        raise ValueError(
+            f"{RESUME_KEY} must be a run id like 2026-11-23T10.26.41.512Z, got {resume!r}"
+        )
+    return {section: parse_section(section, params.get(section)) for section in SCHEMA}

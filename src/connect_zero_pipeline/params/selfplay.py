@@ -1,0 +1,17 @@
+"""The ``selfplay`` and ``model`` sections: the recipe (:mod:`...core.selfplay`) and where it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.selfplay import SelfPlayConfig
+from ..executors.settings import NodeSettings
+
+
+@dataclass(frozen=True)
+class SelfPlayParams(SelfPlayConfig):
+    """Section ``selfplay``: :class:`~...core.selfplay.SelfPlayConfig` (with its ``mcts``
+    search) and ``node``, where the games are played (never what they are)."""
+
+    node: NodeSettings = field(default_factory=NodeSettings)
+    """Device, threads, backend and executor (:class:`~...executors.settings.NodeSettings`)."""
