@@ -89,7 +89,7 @@ def kedro_project(tmp_path, monkeypatch):
 
 def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = None, **kwargs):
     """Run a pipeline in-process with a fresh session; returns the run's outputs."""
-    from kedro.framework.session import KedroSession
+    from connect_zero_pipeline.session import ProjectSession
     from kedro.framework.startup import bootstrap_project
 
     nested: dict = {}
@@ -100,7 +100,7 @@ def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = 
             node = node.setdefault(p, {})
         node[leaf] = value
     bootstrap_project(project)
-    with KedroSession.create(project_path=project, runtime_params=nested) as session:
+    with ProjectSession.create(project_path=project, runtime_params=nested) as session:
         return session.run(pipeline_names=[pipeline] if pipeline else None, **kwargs)
 
 

@@ -149,3 +149,30 @@ def test_the_checker_catches_wrong_commands(project_facts):
 def test_the_readme_is_short():
     lines = (REPO / "README.md").read_text().count("\n")
     assert lines <= README_LIMIT, f"README.md has {lines} lines (limit {README_LIMIT})"
+
+
+def docs_kedro_commands() -> list[tuple[str, list[str]]]:
+    """``(file, argv)`` of every inline ```kedro run ...``` in the docs and conf/README.md."""
+    found = []
+    for path in [*sorted((REPO / "docs").glob("*.md")), REPO / "conf" / "README.md"]:
+        text = path.read_text()
+        for code in re.findall(r"`([^`]*\bkedro run[^`]*)`", text):
+            argv = shlex.split(code[code.index("kedro run"):].replace("\n", " "))
+            if any("..." in a or "<" in a or a.isupper() for a in argv):  # elided, a template
+                continue
+            env = next((b for a, b in zip(argv, argv[1:]) if a in ("--env", "-e")), None)
+            if env and f"conf/{env}/" in text:  # an env the doc shows how to write
+                continue
+            found.append((path.name, argv))
+    return found
+
+
+def test_every_kedro_command_in_the_docs_is_valid(project_facts):
+    """Each doc's figures come with the command that makes them: every such command still
+    names real pipelines, envs and parameters (the parameters' names move with the code)."""
+    pipelines, base_params, _ = project_facts
+    commands = docs_kedro_commands()
+    assert len(commands) >= 25
+    problems = [f"{name}: {shlex.join(argv)}: {problem}" for name, argv in commands
+                if (problem := check_kedro(argv[1:], pipelines, base_params))]  # fmt: skip
+    assert problems == []

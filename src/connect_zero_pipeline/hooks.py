@@ -1,9 +1,8 @@
 """Project hooks: checks before any work, per-generation MLflow child runs, a clean run stack.
 
-``RunStartHook``. The first thing every session does, before Kedro builds a
-pipeline, runs a node or kedro-mlflow opens its store: validate the merged
-parameters against the schema (:mod:`.pipelines.params`; they then shape the
-unrolled DAGs), check a ``resume`` request (:mod:`.runs`), and create the
+``RunStartHook``. The first thing every session does, before it runs a node or
+kedro-mlflow opens its store: validate the merged parameters against the schema
+(:mod:`.params.schema`), check a ``resume`` request (:mod:`.runs`), and create the
 MLflow store once, under a lock, at the project root (:mod:`.tracking`).
 Run identity itself (pinned versions, the manifest) is :class:`.runs.RunIdentityHook`.
 
@@ -231,11 +230,13 @@ class RunStartHook:
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
         from .params.schema import validate_params
+        from .pipelines.structure import check_shape
         from .tracking import prepare_store
 
         params = dict(context.config_loader["parameters"])
         try:
             validate_params(params)  # an unknown key or a bad value stops the run here
+            check_shape(params)  # the pipelines are built from these very parameters
             run_identity.check(context, params)  # an unknown run, other parameters: no resume
         except RunRefused:
             raise

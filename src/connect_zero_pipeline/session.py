@@ -22,11 +22,21 @@ from kedro.framework.session import KedroSession
 
 
 class ProjectSession(KedroSession):
+    def parameters(self) -> dict[str, Any]:
+        """The session's merged parameters (base, env, runtime), read from its configuration."""
+        return dict(self._get_config_loader()["parameters"])
+
+    def load_context(self):
+        from .pipelines.structure import reading
+
+        with reading(self.parameters()):  # its checks see the parameters the run builds from
+            return super().load_context()
+
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         from .pipelines.structure import reading
 
         try:
-            with reading(self._get_config_loader()["parameters"]):
+            with reading(self.parameters()):
                 return super().run(*args, **kwargs)
         except BaseException as error:
             from .hooks import record_failure

@@ -297,10 +297,15 @@ def test_a_solver_task_whose_worker_dies_is_retried(ray_address, late_positions,
 
 def test_pons_labelling_node_with_executor_ray(ray_address, late_positions, tmp_path):
     positions = late_positions.head(30)
-    base = {"max_nodes": 0, "workers": 1, "chunk_size": 8, "tt_log2": 16}
-    local, _ = label_pons_positions(positions, {**base, "cache_dir": str(tmp_path / "a")})
-    ray_params = {**base, "cache_dir": str(tmp_path / "b"), "executor": "ray"}
-    got, metrics = label_pons_positions(positions, {**ray_params, "ray_address": ray_address})
+    base = {"max_nodes": 0, "chunk_size": 8, "tt_log2": 16}
+    local_node = {"workers": 1}
+    local, _ = label_pons_positions(
+        positions, {**base, "cache_dir": str(tmp_path / "a"), "node": local_node}
+    )
+    ray_node = {"executor": "ray", "ray": {"address": ray_address}}
+    got, metrics = label_pons_positions(
+        positions, {**base, "cache_dir": str(tmp_path / "b"), "node": ray_node}
+    )
     pd.testing.assert_frame_equal(got, local)
     assert metrics["label.solved"]["value"] == 30
 
@@ -317,7 +322,7 @@ def test_an_unreachable_address_fails_fast_naming_it(address, tiny_model):
         ray_self_play(TINY, tiny_model, options=RayOptions(address=address))
     with pytest.raises(RayClusterUnreachable, match=address):
         ray_chunk_runner(address)
-    params = {"executor": "ray", "ray_address": address, "device": "cpu"}
+    params = {"node": {"executor": "ray", "ray": {"address": address}, "device": "cpu"}}
     with pytest.raises(RayClusterUnreachable, match=address):
         selfplay_nodes.generate_games(tiny_model, params, 1)
     assert time.perf_counter() - start < 5  # Ray's own connect retries take a minute

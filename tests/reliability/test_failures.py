@@ -32,7 +32,8 @@ from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli
             "unknown parameter 'alphazero.num_generationz'; did you mean "
             "'alphazero.num_generations'?",
         ),
-        ("evaluate.num_games=-5", "evaluate.num_games must be >= 200"),
+        ("evaluate.num_games=-5", "evaluate.num_games must be an integer >= 200"),
+        ("selfplay.mcts.sims=0", "selfplay.mcts.sims must be an integer >= 1, got 0"),
         ("train.lr=-1", "train.lr must be in (0, 1.0], got -1"),
     ],
 )
@@ -47,7 +48,7 @@ def test_bad_parameters_exit_non_zero_and_write_nothing(kedro_project, params, m
 def test_every_config_is_checked_in_process_too(kedro_project):
     from tests.conftest import run_kedro
 
-    with pytest.raises(ValueError, match=r"selfplay\.sims must be an integer, got 'many'"):
+    with pytest.raises(ValueError, match=r"selfplay\.mcts\.sims must be an integer, got 'many'"):
         run_kedro(kedro_project, "alphazero", {"selfplay.mcts.sims": "many"})
     assert not (kedro_project / "mlflow.db").exists()
 

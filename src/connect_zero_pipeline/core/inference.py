@@ -2,9 +2,9 @@
 
 Self-play and evaluation spend nearly all their time in network forwards of
 a few hundred boards at a time. On CPU, onnxruntime runs the project's small
-ResNets about 1.6x faster than torch at those batch sizes (it folds BatchNorm
-into the convolutions and uses its own convolution kernels); on CUDA, torch is
-the right backend. ``backend="auto"`` picks accordingly.
+ResNets faster than torch at those batch sizes (it folds BatchNorm into the
+convolutions and uses its own convolution kernels; ``bench onnx`` measures it); on
+CUDA, torch is the right backend. ``backend="auto"`` picks accordingly.
 
 The ONNX graph here is an internal, throw-away artefact, made with torch's
 TorchScript exporter (under a second) rather than the dynamo exporter that

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from .bitboard import HEIGHT, WIDTH
+from .config import check, is_int
 
 # Preset name -> architecture config. ``cpu`` is the CPU recipe's default (docs/results.md
 # compares it with ``tiny`` and ``small`` at the same budget); ``small`` is the GPU env's.
@@ -314,8 +315,7 @@ class ModelSpec:
                 "exactly one of 'preset' and 'arch' must be set (set the other to null), got "
                 f"preset={self.preset!r}, arch={self.arch!r}"
             )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        check(is_int(self.seed), "seed", self.seed, "an integer")
         resolve_config(self.config())  # an unknown preset or a bad architecture fails here
 
     def config(self) -> dict[str, Any] | str:

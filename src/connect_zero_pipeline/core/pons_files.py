@@ -1,7 +1,7 @@
 """Position files in Pascal Pons' benchmark format: ``<moves> [<score>]``, one per line.
 
-Read by the ``benchmark`` command and by the evaluation of every generation
-(``evaluate.benchmark_files``); both label the positions with the solver
+Read by the ``benchmark`` command and by the catalog entry of the public sets scored
+every generation (``pons_benchmarks``); both label the positions with the solver
 through :func:`label_positions`. Input is bounded: at most
 :data:`MAX_FILE_BYTES` per file and :data:`MAX_LINE` characters per line.
 """

@@ -20,11 +20,10 @@ index and the network, so splitting the slots into shards
 (:func:`merge_shards`) reproduces the single-shard table exactly, as long as
 ``evaluate_fn`` gives each board the same output whatever batch it is in
 (true for a pure function, which the tests use). A real network's batched
-kernels can differ in the last float bits with the batch size: with the
-``tiny`` model, 24 slots in 1 vs 3 shards gave identical moves, visit
-distributions and ``z``, and ``root_value`` within 1.5e-8. A near-tie in the
-visit counts could in principle flip a move, so the guarantee for real
-networks is "same up to float rounding", not bit-identity.
+kernels can differ in the last float bits with the batch size, and a near-tie
+in the visit counts could in principle flip a move, so the guarantee for real
+networks is "same up to float rounding", not bit-identity (``tests/executors``
+compare the shards of a real network).
 
 Game ids are ``slot * games_per_slot + k`` for the ``k``-th game of the slot,
 with ``games_per_slot = moves_per_gen // 7 + 1`` (a game lasts >= 7 plies), so

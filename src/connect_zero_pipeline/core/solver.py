@@ -53,13 +53,11 @@ How the search works
    bound on that side instead, since "is it a quick win (loss)?" is cheap to
    answer and the table then speeds up the harder questions near 0. The weak
    solver starts from ``[-1, 1]``: "> 0?" and maybe "> -1?", two questions at
-   most. (Measured: that beats running the strong questions until the sign is
-   known on 35 of 40 middle-game positions, geometric mean 0.41x the nodes,
-   but a handful of positions that are slow to prove make the mean on
-   Test_L2_R1 higher than the strong solver's.)
+   most. (On most middle-game positions that takes fewer nodes than running the
+   strong questions until the sign is known; ``bench solver`` measures both.)
 7. **Prefetch.** The table slot of every child is requested from memory
    (an LLVM ``prefetch``) when the moves are generated, so that the lookup on
-   entering the child rarely waits for RAM: about 1.5x faster overall. The
+   entering the child rarely waits for RAM. The
    table is a numpy array, which numpy backs with transparent huge pages, so
    table lookups rarely miss the TLB either.
 

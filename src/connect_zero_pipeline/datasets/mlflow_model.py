@@ -11,7 +11,7 @@ name.
 Each save also registers a described version (:mod:`..registry`): the ONNX
 signature, a description, tags and the ``champion`` alias. Its pip requirements
 are stated (:func:`model_requirements`) rather than inferred by MLflow, which
-loads the model in a subprocess to find them (about 2 s a save).
+loads the model in a subprocess to find them (a subprocess per save).
 """
 
 from __future__ import annotations

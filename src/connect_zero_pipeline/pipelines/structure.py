@@ -55,6 +55,38 @@ def section(name: str) -> Any:
     return parse_section(name, node)
 
 
+STRUCTURAL = ("alphazero.num_generations", "train.buffer_gens", "reinforce.num_chunks")
+"""The parameters that shape the unrolled DAGs."""
+
+
+def _shape(params: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key in STRUCTURAL:
+        section, name = key.rsplit(".", 1)
+        node: Any = params
+        for part in section.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        out[key] = getattr(parse_section(section, node), name)
+    return out
+
+
+def check_shape(params: Mapping[str, Any]) -> None:
+    """Refuse a run whose structural parameters are not the ones its pipelines are built
+    from: a plain ``KedroSession`` (not :class:`~..session.ProjectSession`) builds them
+    from ``conf/``, so ``runtime_params`` that change the DAG's shape would be ignored."""
+    wanted = _shape(params)
+    built = _shape(_SESSION_PARAMS.get() or _conf_params())
+    changed = [k for k in STRUCTURAL if wanted[k] != built[k]]
+    if changed:
+        raise ValueError(
+            f"{', '.join(f'{k}={wanted[k]!r}' for k in changed)} change the pipelines' shape, "
+            "but this session builds them from conf/ "
+            f"({', '.join(f'{k}={built[k]!r}' for k in changed)}): run it with kedro run, or "
+            "with connect_zero_pipeline.session.ProjectSession (settings.SESSION_CLASS), "
+            "which builds its pipelines from its own parameters"
+        )
+
+
 def bind(func, **kwargs):
     """``partial`` that keeps the function's name and docs (for kedro-viz and node names)."""
     return update_wrapper(partial(func, **kwargs), func)

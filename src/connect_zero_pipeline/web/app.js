@@ -443,24 +443,21 @@
     return "";
   }
 
-  function newGame(moves = "") {
-    game.token++;
-    game.humanFirst = $("input[name=colour]:checked").value === "first";
+  function clearBoard() {
     game.pos = emptyPosition();
     game.moves = "";
     game.over = false;
     game.result = "";
     game.lastCell = null;
     game.winCells = [];
+  }
+
+  function newGame(moves = "") {
+    game.token++;
+    game.humanFirst = $("input[name=colour]:checked").value === "first";
+    clearBoard();
     const error = replay(moves);
-    if (error) {
-      game.pos = emptyPosition();
-      game.moves = "";
-      game.over = false;
-      game.result = "";
-      game.lastCell = null;
-      game.winCells = [];
-    }
+    if (error) clearBoard();  // a bad move list: the empty board
     render();
     advance();
     if (error) statusEl.textContent = `Ignored ?moves=${moves}: ${error}. ${statusEl.textContent}`;

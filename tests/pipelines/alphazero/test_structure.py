@@ -8,12 +8,16 @@ from kedro.framework.project import pipelines
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 
+from connect_zero_pipeline.pipelines.structure import reading
+from connect_zero_pipeline.session import ProjectSession
+
 
 def _alphazero(project, env=None, params=None):
     bootstrap_project(project)
-    with KedroSession.create(project_path=project, env=env, runtime_params=params) as session:
-        session.load_context()  # the hook hands the parameters to the registry
-        return pipelines["alphazero"]
+    with ProjectSession.create(project_path=project, env=env, runtime_params=params) as session:
+        session.load_context()  # validates the parameters
+        with reading(session.parameters()):  # as its run builds its pipelines
+            return pipelines["alphazero"]
 
 
 def _generations(pipe) -> list[str]:
@@ -40,3 +44,14 @@ def test_a_bad_structural_value_is_named(kedro_project):
         Exception, match="alphazero.num_generations must be an integer in \\[1, 999\\], got 0"
     ):
         _alphazero(kedro_project, params={"alphazero": {"num_generations": 0}})
+
+
+def test_a_plain_kedro_session_refuses_a_shape_it_would_not_build(kedro_project):
+    """A plain KedroSession builds the pipelines from conf/: it refuses runtime parameters
+    that would change their shape, instead of ignoring them."""
+    bootstrap_project(kedro_project)
+    params = {"alphazero": {"num_generations": 3}}
+    with KedroSession.create(project_path=kedro_project, runtime_params=params) as session:
+        with pytest.raises(Exception, match=r"alphazero.num_generations=3 change the pipelines"):
+            session.load_context()
+    assert not (kedro_project / "mlflow.db").exists()

@@ -84,14 +84,17 @@ def test_two_chunks_end_to_end_with_mlflow(project):
 
 def test_the_number_of_chunks_shapes_the_dag_and_is_validated(kedro_project):
     from kedro.framework.project import pipelines
-    from kedro.framework.session import KedroSession
     from kedro.framework.startup import bootstrap_project
+
+    from connect_zero_pipeline.pipelines.structure import reading
+    from connect_zero_pipeline.session import ProjectSession
 
     def chunks(params):
         bootstrap_project(kedro_project)
-        with KedroSession.create(project_path=kedro_project, runtime_params=params) as session:
+        with ProjectSession.create(project_path=kedro_project, runtime_params=params) as session:
             session.load_context()
-            return sorted({n.namespace for n in pipelines["reinforce"].nodes if n.namespace})
+            with reading(session.parameters()):
+                return sorted({n.namespace for n in pipelines["reinforce"].nodes if n.namespace})
 
     assert chunks({"reinforce": {"num_chunks": 3}}) == ["rf_000", "rf_001", "rf_002", "rf_003"]
     assert chunks(None)[-1] == "rf_008"
