@@ -89,8 +89,9 @@ def kedro_project(tmp_path, monkeypatch):
 
 def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = None, **kwargs):
     """Run a pipeline in-process with a fresh session; returns the run's outputs."""
-    from connect_zero_pipeline.session import ProjectSession
     from kedro.framework.startup import bootstrap_project
+
+    from connect_zero_pipeline.session import ProjectSession
 
     nested: dict = {}
     for key, value in (params or {}).items():  # "a.b": v -> {"a": {"b": v}}, as `--params` does

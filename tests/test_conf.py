@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 import yaml
 
@@ -111,13 +110,22 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
             {"mcts": {"simz": 3}},
             r"unknown parameter 'selfplay\.mcts\.simz'; did you mean 'selfplay\.mcts\.sims'",
         ),
-        ("selfplay", {"node": {"executor": "dask"}},
-         r"selfplay\.node\.executor must be 'local' or 'ray'"),
+        (
+            "selfplay",
+            {"node": {"executor": "dask"}},
+            r"selfplay\.node\.executor must be 'local' or 'ray'",
+        ),
         ("selfplay", {"mcts": 16}, r"selfplay\.mcts must be a mapping of keys, got 16"),
-        ("evaluate", {"previous": {"mcts": {"search": "ucb"}}},
-         r"evaluate\.previous\.mcts\.search must be one of \('puct', 'gumbel'\), got 'ucb'"),
-        ("reinforce.train", {"node": {"num_threads": 0}},
-         r"reinforce\.train\.node\.num_threads must be null or an integer >= 1"),
+        (
+            "evaluate",
+            {"previous": {"mcts": {"search": "ucb"}}},
+            r"evaluate\.previous\.mcts\.search must be one of \('puct', 'gumbel'\), got 'ucb'",
+        ),
+        (
+            "reinforce.train",
+            {"node": {"num_threads": 0}},
+            r"reinforce\.train\.node\.num_threads must be null or an integer >= 1",
+        ),
         ("train", {"lr_min": 1.0}, r"train\.lr_min must be in \(0, lr=0\.003\]"),
         ("train", {"lr": 1e30}, r"train\.lr must be in \(0, 1\.0\], got 1e\+30"),
         ("train", {"weight_decay": 5}, r"train\.weight_decay must be in \[0, 1\)"),

@@ -3,6 +3,7 @@ parameters and env), a ``python -m connect_zero_pipeline`` subcommand, or a set-
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from pathlib import Path
@@ -157,10 +158,10 @@ def docs_kedro_commands() -> list[tuple[str, list[str]]]:
     for path in [*sorted((REPO / "docs").glob("*.md")), REPO / "conf" / "README.md"]:
         text = path.read_text()
         for code in re.findall(r"`([^`]*\bkedro run[^`]*)`", text):
-            argv = shlex.split(code[code.index("kedro run"):].replace("\n", " "))
+            argv = shlex.split(code[code.index("kedro run") :].replace("\n", " "))
             if any("..." in a or "<" in a or a.isupper() for a in argv):  # elided, a template
                 continue
-            env = next((b for a, b in zip(argv, argv[1:]) if a in ("--env", "-e")), None)
+            env = next((b for a, b in itertools.pairwise(argv) if a in ("--env", "-e")), None)
             if env and f"conf/{env}/" in text:  # an env the doc shows how to write
                 continue
             found.append((path.name, argv))

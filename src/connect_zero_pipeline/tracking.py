@@ -32,8 +32,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from .project import in_project
-
 log = logging.getLogger(__name__)
 
 STORE_WAIT_S = float(os.environ.get("CZ_STORE_WAIT_S", 20))

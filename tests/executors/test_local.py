@@ -8,7 +8,7 @@ import torch
 
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+from connect_zero_pipeline.core.selfplay import self_play
 from connect_zero_pipeline.executors.local import ProcessChunkRunner, local_self_play
 from tests.conftest import bitboard_arrays, selfplay_config
 

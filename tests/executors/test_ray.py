@@ -27,6 +27,7 @@ import torch
 
 pytest.importorskip("ray")
 
+from connect_zero_pipeline.core.config import values
 from connect_zero_pipeline.core.labelling import (
     Labeller,
     SolvedCache,
@@ -36,8 +37,6 @@ from connect_zero_pipeline.core.labelling import (
 )
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import self_play
-from tests.conftest import selfplay_config
-from connect_zero_pipeline.core.config import values
 from connect_zero_pipeline.executors import ray_cluster
 from connect_zero_pipeline.executors.ray import (
     RayClusterUnreachable,
@@ -52,6 +51,7 @@ from connect_zero_pipeline.executors.ray import (
 from connect_zero_pipeline.params.schema import parse_section
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
+from tests.conftest import selfplay_config
 
 # One Ray head for the module (its fixture): with `pytest -n --dist loadfile`, every test
 # here runs in one worker, never two heads on a 2-core machine.

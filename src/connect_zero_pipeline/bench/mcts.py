@@ -70,7 +70,9 @@ def run(args) -> Iterator[dict]:
     evaluate_fn = torch_evaluate_fn(model)
     roots = _roots(num_games, 8)
     boards = to_boards(roots)  # (B, 6, 7)
-    mcts_cfg = MCTSConfig(sims=sims, c_puct=recipe.mcts.c_puct, dirichlet_eps=recipe.mcts.dirichlet_eps)
+    mcts_cfg = MCTSConfig(
+        sims=sims, c_puct=recipe.mcts.c_puct, dirichlet_eps=recipe.mcts.dirichlet_eps
+    )
     gen = torch.Generator().manual_seed(0)
     evals = [0]
 
@@ -123,8 +125,12 @@ def run(args) -> Iterator[dict]:
 
     # Self-play: the default recipe over a shortened generation.
     moves = 4 if quick else 16
-    sp_cfg = dataclasses.replace(recipe, num_games=num_games, moves_per_gen=moves,
-                                 mcts=dataclasses.replace(recipe.mcts, sims=sims))
+    sp_cfg = dataclasses.replace(
+        recipe,
+        num_games=num_games,
+        moves_per_gen=moves,
+        mcts=dataclasses.replace(recipe.mcts, sims=sims),
+    )
     self_play(dataclasses.replace(sp_cfg, moves_per_gen=1), evaluate_fn)  # warm-up
     best = 0.0
     for _ in range(1 if quick else 2):

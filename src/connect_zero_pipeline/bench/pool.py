@@ -12,8 +12,8 @@ fresh).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 import torch
 
@@ -27,9 +27,15 @@ def run(args) -> Iterator[dict]:
     torch.manual_seed(0)
     model = build_model("tiny")
     if args.quick:  # a smoke run: the process start-ups it measures, little play
-        cfg, generations = SelfPlayConfig(num_games=8, mcts=replace(SEARCH, sims=2), moves_per_gen=4), 2
+        cfg, generations = (
+            SelfPlayConfig(num_games=8, mcts=replace(SEARCH, sims=2), moves_per_gen=4),
+            2,
+        )
     else:
-        cfg, generations = SelfPlayConfig(num_games=64, mcts=replace(SEARCH, sims=8), moves_per_gen=16), 3
+        cfg, generations = (
+            SelfPlayConfig(num_games=64, mcts=replace(SEARCH, sims=8), moves_per_gen=16),
+            3,
+        )
     series: dict[str, list[float]] = {}
     for label, fresh in (("kept", False), ("fresh", True)):
         local.close_pools()

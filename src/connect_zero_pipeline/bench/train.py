@@ -46,7 +46,7 @@ def _games_table(rows: int, seed: int = 0) -> pd.DataFrame:
     return df
 
 
-def _bare_loop(model, boards, pi, z, cfg: TrainConfig, num_steps: int) -> None:
+def _bare_loop(model, boards, pi, z, cfg: TrainParams, num_steps: int) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     n = boards.shape[0]
     perm = torch.randperm(n)

@@ -37,9 +37,7 @@ def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str,
             ``section.key`` (messages from :func:`check` start with the key).
     """
     if params is not None and not isinstance(params, Mapping):
-        raise ValueError(
-            f"invalid parameter: {section} must be a mapping of keys, got {params!r}"
-        )
+        raise ValueError(f"invalid parameter: {section} must be a mapping of keys, got {params!r}")
     params = dict(params or {})
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(params) - set(names))
@@ -109,7 +107,9 @@ def _dataclass_in(hint: Any) -> type | None:
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return hint
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        found = [h for h in typing.get_args(hint) if isinstance(h, type) and dataclasses.is_dataclass(h)]
+        found = [
+            h for h in typing.get_args(hint) if isinstance(h, type) and dataclasses.is_dataclass(h)
+        ]
         return found[0] if found else None
     return None
 

@@ -219,7 +219,7 @@ class PreviousMatch:
     opening_plies: int = 2
     """Random moves that open every game (the agents are deterministic: without them the
     match would repeat the same two games)."""
-    mcts: MCTSConfig = MCTSConfig(sims=16)
+    mcts: MCTSConfig = field(default_factory=lambda: MCTSConfig(sims=16))
     """Both agents' search."""
 
     def __post_init__(self):
@@ -248,12 +248,12 @@ class EvaluateConfig:
 
     num_games: int = 200
     """Games against RandomPunisher, of the network alone and of the MCTS agent."""
-    mcts: MCTSConfig = MCTSConfig(sims=32)
+    mcts: MCTSConfig = field(default_factory=lambda: MCTSConfig(sims=32))
     """The MCTS agent's search (no noise: PUCT plays the most visited move, Gumbel its
     Sequential Halving survivor)."""
-    previous: PreviousMatch = PreviousMatch()
+    previous: PreviousMatch = field(default_factory=PreviousMatch)
     """The match against the previous generation."""
-    benchmark: PublicSets = PublicSets()
+    benchmark: PublicSets = field(default_factory=PublicSets)
     """The public position sets' agents."""
     gating: bool = False
     """Keep the previous model unless the new one scores ``gate_threshold`` against it."""
@@ -320,4 +320,3 @@ def evaluate_candidate(
             for k in ("strict_acc", "weak_mistake_rate"):
                 metrics[f"bench.{name}.{agent}.{k}"] = scores.get(k, float("nan"))
     return accepted, metrics
-

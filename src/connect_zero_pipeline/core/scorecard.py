@@ -16,7 +16,7 @@ Shapes: B games.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
@@ -39,7 +39,7 @@ class ScorecardConfig:
     """Games of each direct match (colours alternate)."""
     opening_plies: int = 2
     """Uniformly random opening moves in every direct-match game (greedy play is deterministic)."""
-    mcts: MCTSConfig | None = MCTSConfig(sims=32)
+    mcts: MCTSConfig | None = field(default_factory=lambda: MCTSConfig(sims=32))
     """The second agent's search in the second direct match (null skips that match)."""
     seed: int = 0
     """Seeds every match; both agents face the same draws against RandomPunisher."""

@@ -13,8 +13,6 @@ A stage's ``node`` parameters (:class:`~.settings.NodeSettings`) choose the exec
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 import torch
 

@@ -140,7 +140,14 @@ def local_self_play(
         try:
             futures = {
                 shard_pool.pool.submit(
-                    _play_shard, ckpt, config, generation, i, workers, num_threads, steps,
+                    _play_shard,
+                    ckpt,
+                    config,
+                    generation,
+                    i,
+                    workers,
+                    num_threads,
+                    steps,
                     backend,
                 ): i
                 for i in range(workers)

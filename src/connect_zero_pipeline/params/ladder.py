@@ -31,7 +31,7 @@ class LadderConfig:
     anchor: str = "random_punisher"
     """The player whose rating is fixed at ``anchor_elo`` (an anchor name)."""
     anchor_elo: float = 0.0
-    mcts: MCTSConfig | None = MCTSConfig(sims=32)
+    mcts: MCTSConfig | None = field(default_factory=lambda: MCTSConfig(sims=32))
     """The network players' search (null: the policy alone)."""
     num_openings: int = 20
     """Random openings per pair, each played twice (colours swapped)."""

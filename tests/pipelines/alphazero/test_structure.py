@@ -51,7 +51,10 @@ def test_a_plain_kedro_session_refuses_a_shape_it_would_not_build(kedro_project)
     that would change their shape, instead of ignoring them."""
     bootstrap_project(kedro_project)
     params = {"alphazero": {"num_generations": 3}}
-    with KedroSession.create(project_path=kedro_project, runtime_params=params) as session:
-        with pytest.raises(Exception, match=r"alphazero.num_generations=3 change the pipelines"):
-            session.load_context()
+    session = KedroSession.create(project_path=kedro_project, runtime_params=params)
+    with (
+        session,
+        pytest.raises(Exception, match=r"alphazero.num_generations=3 change the pipelines"),
+    ):
+        session.load_context()
     assert not (kedro_project / "mlflow.db").exists()

@@ -47,7 +47,10 @@ def test_bad_parameters_name_the_key():
         match=r"unknown parameter 'baselines\.num_game'; did you mean 'baselines\.num_games'",
     ):
         play_baseline_match({"num_game": 10})
-    with pytest.raises(ValueError, match=r"player_b must be 'random', 'random_punisher' or 'solver:<epsilon in \[0, 1\]>', got 'solver9'"):
+    with pytest.raises(
+        ValueError,
+        match=r"player_b must be 'random', 'random_punisher' or 'solver:<epsilon in \[0, 1\]>', got 'solver9'",
+    ):
         play_baseline_match({"player_b": "solver9"})
     with pytest.raises(ValueError, match="num_games must be an integer >= 1, got -3"):
         play_baseline_match({"num_games": -3})

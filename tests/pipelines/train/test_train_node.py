@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from tests.conftest import selfplay_config
-
 import pandas as pd
 import pytest
 
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.selfplay import SelfPlayConfig, self_play
+from connect_zero_pipeline.core.selfplay import self_play
 from connect_zero_pipeline.pipelines.train.nodes import train_generation
+from tests.conftest import selfplay_config
 
 
 def test_a_window_without_finished_games_names_the_setting():
@@ -33,8 +32,12 @@ def test_a_table_missing_a_column_is_a_schema_error_naming_the_dataset():
     with pytest.raises(
         ValueError, match=r"self-play table gen_002\.games lacks column\(s\) \['pi_3'\]"
     ):
-        train_generation(model, {"node": {"device": "cpu"}}, good, bad, generation=2, num_generations=2)
+        train_generation(
+            model, {"node": {"device": "cpu"}}, good, bad, generation=2, num_generations=2
+        )
     nulls = good.copy()
     nulls.loc[0, "z"] = float("nan")
     with pytest.raises(ValueError, match=r"gen_001\.games has null values in column\(s\) \['z'\]"):
-        train_generation(model, {"node": {"device": "cpu"}}, nulls, bad, generation=2, num_generations=2)
+        train_generation(
+            model, {"node": {"device": "cpu"}}, nulls, bad, generation=2, num_generations=2
+        )

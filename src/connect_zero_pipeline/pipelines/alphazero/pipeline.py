@@ -59,8 +59,13 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
             ),
             Node(
                 bind(evaluate_generation, generation=k),
-                inputs=["candidate", "previous_model", "pons_positions", "public_sets_labelled",
-                        "params:evaluate"],  # fmt: skip
+                inputs=[
+                    "candidate",
+                    "previous_model",
+                    "pons_positions",
+                    "public_sets_labelled",
+                    "params:evaluate",
+                ],
                 outputs=["model", "eval_metrics"],
                 name="evaluate",
                 tags=["evaluate"],

@@ -33,11 +33,11 @@ from ...core.players import SOLVER_PREFIX
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo
 from ...naming import CHUNK, GENERATION, MODEL_PARTITION
+from ...params.ladder import LATEST, LadderConfig
+from ...params.schema import parse_section
 from ...project import in_project
 from ...registry import REGISTERED_MODEL
 from ...runs import alphazero_runs, known_runs
-from ...params.schema import parse_section
-from ...params.ladder import LATEST, LadderConfig
 
 log = logging.getLogger(__name__)
 

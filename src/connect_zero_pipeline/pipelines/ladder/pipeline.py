@@ -14,8 +14,12 @@ from .nodes import play_ladder, publish_ratings, rate_players, select_players
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(select_players, ["model_files", "params:ladder"], "ladder_players",
-                 name="select_players"),  # fmt: skip
+            Node(
+                select_players,
+                ["model_files", "params:ladder"],
+                "ladder_players",
+                name="select_players",
+            ),
             Node(
                 play_ladder,
                 ["ladder_players", "model_files", "params:ladder"],

@@ -25,9 +25,9 @@ from ...core.labelling import (
     labelled_table,
 )
 from ...executors import chunk_runner
-from ...project import in_project
-from ...params.schema import parse_section
 from ...params.pons import PonsConfig
+from ...params.schema import parse_section
+from ...project import in_project
 
 log = logging.getLogger(__name__)
 
