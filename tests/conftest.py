@@ -227,7 +227,7 @@ def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600
     import subprocess
 
     # One log record per line (rich wraps at 80 columns off a terminal): tests wait on lines.
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "250"}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
     command = [KEDRO, *args]
     if not wait:
         return subprocess.Popen(

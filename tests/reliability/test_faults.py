@@ -201,10 +201,13 @@ def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
     from tests.conftest import mlflow_client
 
     project = pons_project
-    params = cli_params({**TINY_CLI, "alphazero.num_generations": 1})
+    # Two generations: the first train node leaves a whole generation and the export to run,
+    # so the signal lands mid-run however slowly this test reads the output.
+    params = cli_params({**TINY_CLI, "alphazero.num_generations": 2})
     proc = kedro_cli(project, "run", "--params", params, wait=False)
     try:
         wait_for_line(proc, "Running node: train")
+        assert proc.poll() is None, "the run ended before the test could interrupt it"
         proc.send_signal(signal.SIGINT)
         rest = proc.stdout.read()
         proc.wait(timeout=60)
