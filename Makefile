@@ -11,7 +11,7 @@
 #   make mlflow     the MLflow UI on http://127.0.0.1:5000 (runs, children, registry)
 #   make viz        kedro-viz on http://127.0.0.1:4141 (the pipeline's lineage)
 #   make play       the play page on http://127.0.0.1:8000 (the latest export)
-#   make play-cli   play in the terminal (SIMS=200 for a stronger agent, MODEL=... to choose)
+#   make play-cli   play in the terminal: 64 simulations, the latest model (SIMS=, MODEL= to change)
 #
 # torch is installed first: the CPU wheel on machines without an NVIDIA GPU
 # (a few hundred MB instead of several GB of CUDA libraries). Override with

@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell|console)\n(.*?)^```", re.M | re.S)
 SETUP_TOOLS = {"pip", "npm", "source", "cd", "git"}  # set-up steps, not project commands
 README_LIMIT = 250
+HELP_FLAGS = ("--help", "-h")
 
 
 def readme_commands(text: str) -> list[list[str]]:
@@ -118,7 +119,8 @@ def test_every_readme_command_exists(project_facts):
         elif tool == "kedro":
             problem = check_kedro(args, pipelines, base_params)
         elif tool == "python" and args[:2] == ["-m", "connect_zero_pipeline"]:
-            problem = None if args[2:3] and args[2] in subcommands else "unknown subcommand"
+            known = args[2:3] and (args[2] in subcommands or args[2] in HELP_FLAGS)
+            problem = None if known else "unknown subcommand"
         elif tool == "python" and args[:2] == ["-m", "venv"]:
             problem = None
         elif tool == "mlflow":

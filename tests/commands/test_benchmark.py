@@ -107,6 +107,7 @@ def _perfect_fn(table: pd.DataFrame):
 def _score(*argv: str) -> tuple[int, list[dict], str]:
     out, err = io.StringIO(), io.StringIO()
     argv = [*argv, "--cache", "none"] if "--cache" not in argv else list(argv)
+    argv.append("--json")
     status = run(_parse_args(argv), out, err)
     return status, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
 
@@ -238,7 +239,7 @@ def test_end_to_end_on_a_public_file(model_file, tmp_path):
     path = tmp_path / "Test_L3_R1_head"
     path.write_text("".join(source.read_text().splitlines(keepends=True)[:50]))
     res = subprocess.run(
-        [*SCORE, "--file", str(path), "--model", str(model_file)],
+        [*SCORE, "--file", str(path), "--model", str(model_file), "--json"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -287,3 +288,16 @@ def test_benchmark_scores_the_network_and_mcts_agents_with_a_persistent_cache(mo
         _parse_args(["--file", str(path), "--sims", "0,-3"])
     with pytest.raises(SystemExit):
         _parse_args(["--file", str(path), "--search", "alphabeta"])
+
+
+def test_the_default_output_is_a_table(position_file, model_file):
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["--file", str(position_file), "--model", str(model_file), "--sims", "0,4"]
+    assert run(_parse_args([*argv, "--cache", "none"]), out, err) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "| file | agent | positions | strict acc | weak mistakes | seconds |"
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [r[1] for r in rows] == ["network", "mcts-4"]
+    assert all(r[0] == f"| {position_file.name}" and r[2] == str(NUM_POSITIONS) for r in rows)
+    for r in rows:
+        assert 0.0 <= float(r[3]) <= 1.0 and r[4].endswith("%)")

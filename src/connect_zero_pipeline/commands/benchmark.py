@@ -7,6 +7,7 @@ Usage::
                                               [--sims 0,32,600] [--search puct|gumbel]
                                               [--max-nodes N]
                                               [--cache DIR | --cache none] [--batch-size N]
+                                              [--json]
 
 ``score`` is the same command (``--sims 0`` by default: the network alone).
 
@@ -35,7 +36,9 @@ the project). Then each agent plays every position:
   default) plays the most visited move, ``--search gumbel`` the Sequential
   Halving survivor.
 
-One JSON line per file and agent, with ``strict_acc`` (the chosen move has
+A progress bar follows the labelling and each search agent; then a table prints one row
+per file and agent: positions scored, strict accuracy, weak mistakes and seconds. With
+``--json``, one JSON line per file and agent instead, as it finishes, with ``strict_acc`` (the chosen move has
 the best exact score), ``weak_mistake_rate`` (AlphaZero.jl's: the chosen
 move's outcome class, win, draw or loss under perfect play, is worse than the
 best move's) and ``weak_mistakes``, over ``count`` positions, and ``seconds``::
@@ -93,8 +96,8 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=f"python -m connect_zero_pipeline {prog}",
         description="Score a trained agent (the network alone and MCTS agents) on files of "
-        "positions in Pons' benchmark format, labelled by the perfect solver; one JSON line "
-        "per file and agent.",
+        "positions in Pons' benchmark format, labelled by the perfect solver; a table of the "
+        "results (--json: one JSON line per file and agent).",
     )
     parser.add_argument(
         "--file",
@@ -142,6 +145,11 @@ def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
         default=4096,
         metavar="N",
         help="positions per network forward pass (default 4096)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON line per file and agent, with every metric, instead of the table",
     )
     args = parser.parse_args(argv)
     if args.max_nodes < 0:
@@ -204,6 +212,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     search_fn = make_evaluate_fn(model, "cpu", "auto") if any(args.sims) else None
     cache = SolvedCache(_cache_dir(args.cache))
     runner = chunk_runner(NodeSettings())  # every core
+    records: list[dict] = []
     with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner) as labeller:
         for path, table in zip(paths, tables, strict=True):
             if is_labelled(path):
@@ -213,7 +222,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             for sims in args.sims:
                 start = time.perf_counter()
                 mcts = MCTSConfig(sims=sims, search=args.search) if sims else None
-                metrics = set_scores(labelled, network_fn, search_fn, mcts, args.batch_size)
+                agent = "network" if sims == 0 else f"mcts-{sims}"
+                metrics = set_scores(labelled, network_fn, search_fn, mcts, args.batch_size,
+                                     progress=f"{agent} on {path.name}")  # fmt: skip
                 strict = metrics.pop("strict_acc", 0.0)
                 weak = metrics.pop("weak_acc", 0.0)
                 metrics.pop("weak_mistake_rate", None)
@@ -221,7 +232,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 record = {
                     "file": str(path),
                     "model": description,
-                    "agent": "network" if sims == 0 else f"mcts-{sims}",
+                    "agent": agent,
                     "search": None if sims == 0 else args.search,
                     "sims": sims,
                     "positions": len(table),
@@ -235,8 +246,30 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                     **metrics,
                     "seconds": time.perf_counter() - start,
                 }
-                print(json.dumps(record), file=stdout, flush=True)
+                if args.json:
+                    print(json.dumps(record), file=stdout, flush=True)
+                records.append(record)
+    if not args.json:
+        print(results_table(records), file=stdout, flush=True)
     return 0
+
+
+def results_table(records: list[dict]) -> str:
+    """The records as a Markdown table: file, agent, positions, strict accuracy, weak
+    mistakes (count and rate), seconds."""
+    lines = [
+        "| file | agent | positions | strict acc | weak mistakes | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        agent = r["agent"] if r["search"] in (None, "puct") else f"{r['agent']} ({r['search']})"
+        skipped = f" ({r['skipped']} over budget)" if r["skipped"] else ""
+        lines.append(
+            f"| {Path(r['file']).name} | {agent} | {int(r['count'])}{skipped} "
+            f"| {r['strict_acc']:.3f} | {r['weak_mistakes']} ({r['weak_mistake_rate']:.1%}) "
+            f"| {r['seconds']:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def _cache_dir(option: str | None) -> Path | None:

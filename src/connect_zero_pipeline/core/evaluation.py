@@ -133,7 +133,11 @@ def solver_set_metrics(
 
 
 def search_agent_metrics(
-    evaluate_fn: EvaluateFn, positions: pd.DataFrame, config, batch_size: int = 256
+    evaluate_fn: EvaluateFn,
+    positions: pd.DataFrame,
+    config,
+    batch_size: int = 256,
+    progress: str | None = None,
 ) -> dict[str, float]:
     """The MCTS agent of ``config`` (an :class:`~.mcts.MCTSConfig`) on a labelled set: no
     noise; PUCT plays the most visited move, Gumbel search its Sequential Halving survivor.
@@ -141,14 +145,19 @@ def search_agent_metrics(
     Returns:
         ``strict_acc`` (the move has the best exact score), ``weak_acc`` (it
         keeps the best outcome class) and ``count``; positions are searched
-        ``batch_size`` at a time, all together on the batched tree.
+        ``batch_size`` at a time, all together on the batched tree. ``progress``: the
+        description of a progress bar over the batches (None: no bar).
     """
     from .mcts import search
+    from .progress import progress_bar
 
     state, optimal, best, _ = solver_labels(positions)
     outcome = torch.from_numpy(np.sign(positions[SCORE_COLUMNS].astype("float64").to_numpy()))
     picks = []
-    for i in range(0, state.batch_size, batch_size):
+    starts = range(0, state.batch_size, batch_size)
+    if progress:
+        starts = progress_bar(starts, desc=progress, unit="batch", leave=False)
+    for i in starts:
         sub = state.take(torch.arange(i, min(i + batch_size, state.batch_size)))
         result = search(sub, evaluate_fn, config)
         if result.action is not None:  # Gumbel: the noise-free survivor
@@ -180,6 +189,7 @@ def set_scores(
     search_fn: EvaluateFn | None = None,
     mcts: MCTSConfig | None = None,
     batch_size: int = 4096,
+    progress: str | None = None,
 ) -> dict[str, float]:
     """One agent on a solver-labelled set: the network alone (``mcts`` None, every metric of
     :func:`solver_set_metrics`, and the same over decisive positions with the suffix
@@ -187,7 +197,8 @@ def set_scores(
 
     Both have ``strict_acc`` (the move has the best exact score), ``weak_acc`` and
     ``weak_mistake_rate = 1 - weak_acc`` (the move loses the outcome class: AlphaZero.jl's
-    figure) and ``count``; an empty table gives ``{}``.
+    figure) and ``count``; an empty table gives ``{}``. ``progress``: a progress bar's
+    description for the search agent (None: no bar).
     """
     if labelled.empty:
         return {}
@@ -200,7 +211,7 @@ def set_scores(
                 sub = solver_set_metrics(network_fn, decisive, batch_size)
                 metrics.update({f"{k}_decisive": v for k, v in sub.items() if k != "count"})
     else:
-        metrics = search_agent_metrics(search_fn or network_fn, labelled, mcts)
+        metrics = search_agent_metrics(search_fn or network_fn, labelled, mcts, progress=progress)
     metrics["weak_mistake_rate"] = 1.0 - metrics["weak_acc"]
     return metrics
 

@@ -1,0 +1,41 @@
+"""``python -m connect_zero_pipeline``: every command discoverable, nothing trained by accident."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from connect_zero_pipeline.__main__ import COMMANDS
+from tests.conftest import files_under
+
+CLI = [sys.executable, "-m", "connect_zero_pipeline"]
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["-h"]])
+def test_no_command_prints_every_command_and_trains_nothing(args, kedro_project):
+    before = files_under(kedro_project)
+    res = subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=kedro_project,
+                         timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    listed = [line.split()[0] for line in res.stdout.splitlines() if line.startswith("  ")]
+    assert listed == list(COMMANDS)
+    for line in res.stdout.splitlines():
+        if line.startswith("  "):
+            assert len(line.split(None, 1)[1]) > 20, line  # a real one-line description
+    assert files_under(kedro_project) == before  # no run, no store
+
+
+def test_an_unknown_command_is_named_with_the_list(kedro_project):
+    res = subprocess.run([*CLI, "trian"], capture_output=True, text=True, cwd=kedro_project,
+                         timeout=120)  # fmt: skip
+    assert res.returncode == 2
+    assert "unknown command 'trian'" in res.stderr and "  benchmark " in res.stderr
+
+
+def test_run_is_kedro_run(kedro_project):
+    res = subprocess.run([*CLI, "run", "--pipelines=nonexistent"], capture_output=True,
+                         text=True, cwd=kedro_project, timeout=120)  # fmt: skip
+    assert res.returncode != 0
+    assert "no pipeline named 'nonexistent'" in res.stderr
