@@ -49,6 +49,9 @@ def usage() -> str:
 
 
 def main(*args, **kwargs) -> Any:
+    from . import quiet
+
+    quiet.install()  # known library warnings and progress bars, before any library loads
     argv = list(args[0]) if args else sys.argv[1:]
     if not argv or argv[0] in HELP_FLAGS:
         print(usage())

@@ -8,6 +8,7 @@ it repeats on every run; nothing else is filtered.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 
 # (message regex, category, module regex) for warnings.filterwarnings
@@ -43,8 +44,17 @@ class _DropContaining(logging.Filter):
         return self.text not in record.getMessage()
 
 
+QUIET_ENVIRONMENT = {
+    # mlflow draws a tqdm bar for every artifact download (a registered model before a game).
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+}
+"""Library settings that only turn off progress output (a user's own setting wins)."""
+
+
 def install() -> None:
     """Install the filters (idempotent)."""
+    for name, value in QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
     for message, category, module in KNOWN_WARNINGS:
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
     for name, text in KNOWN_LOG_RECORDS:

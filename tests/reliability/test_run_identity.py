@@ -186,3 +186,20 @@ def test_a_copied_project_writes_only_into_itself(finished_run, tmp_path):
     assert exp.artifact_location == (copy / "mlruns").as_uri()
     for run in client.search_runs([exp.experiment_id]):
         assert run.info.artifact_uri.startswith((copy / "mlruns").as_uri()), run.info.artifact_uri
+
+
+def test_a_game_against_the_champion_starts_without_library_noise(finished_run):
+    """The terminal game of a registered version: no library warning or download bar
+    before the board."""
+    import subprocess
+    import sys
+
+    project, _ = finished_run
+    res = subprocess.run(
+        [sys.executable, "-m", "connect_zero_pipeline", "play", "--model",
+         "models:/connect-zero@champion", "--sims", "2"],
+        input="q\n", capture_output=True, text=True, cwd=project, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "Model: models:/connect-zero@champion (version 1)" in res.stdout
+    assert res.stderr.strip() == "", res.stderr  # no warning, no "Downloading artifacts"
