@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import errno
+import logging
 import pkgutil
 import re
 import sys
@@ -147,11 +148,38 @@ def _chain(exc: BaseException):
         exc = exc.__cause__ or exc.__context__
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)-7s %(message)s"
+"""One log record per line, whole, when the output is not a terminal (a file, a pipe)."""
+PER_DATASET_LOGS = ("Loading data from",)
+"""Kedro's catalog lines, one per dataset read, kept only with --verbose."""
+
+
+def tidy_logs(verbose: bool, stream=None) -> None:
+    """Off a terminal, Kedro's rich handler (which wraps at 80 columns there) becomes a plain
+    one-record-per-line handler; without ``--verbose``, the per-dataset lines go."""
+    from rich.logging import RichHandler
+
+    from .quiet import drop_log_records
+
+    stream = stream or sys.stdout
+    root = logging.getLogger()
+    if not stream.isatty():
+        for handler in [h for h in root.handlers if isinstance(h, RichHandler)]:
+            plain = logging.StreamHandler(stream)
+            plain.setFormatter(logging.Formatter(LOG_FORMAT, "%H:%M:%S"))
+            plain.setLevel(handler.level or logging.INFO)
+            root.removeHandler(handler)
+            root.addHandler(plain)
+    if not verbose:
+        drop_log_records("kedro.io.data_catalog", PER_DATASET_LOGS)
+
+
 def _run(verbose: bool, **kwargs: Any) -> Any:
     pipelines = (
         [kwargs["pipeline"]] if kwargs.get("pipeline") else list(kwargs.get("pipelines") or [])
     )
     check_names(kwargs.get("env"), kwargs.get("conf_source"), pipelines)
+    tidy_logs(verbose)
     try:
         return _kedro_run.callback(**kwargs)
     except click.ClickException:

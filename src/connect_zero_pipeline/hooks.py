@@ -36,6 +36,7 @@ error.
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -105,6 +106,16 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     return " ".join(parts)
 
 
+_REPR = re.compile(r"^<(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>$")
+
+
+def plain_repr(value: str) -> str:
+    """An object's default repr as its class name (``<kedro...SequentialRunner object at
+    0x7f..>`` -> ``SequentialRunner``); any other text as it is."""
+    found = _REPR.match(value)
+    return found.group(1) if found else value
+
+
 class GenerationRunsHook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -136,6 +147,9 @@ class GenerationRunsHook:
         name = parent_run_name(run_params, list(self._pending), run_identity.params,
                                run_identity.run_id)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
+        for key, value in run_params.items():  # kedro-mlflow tags the run params as they are
+            if isinstance(value, str) and (plain := plain_repr(value)) != value:
+                self._client.set_tag(self._parent, key, plain)  # "SequentialRunner", no repr
         self._client.set_experiment_tag(self._experiment, *EXPERIMENT_KIND)
         # A resumed run: reopen the children its first attempt created.
         for child in self._client.search_runs(

@@ -51,6 +51,14 @@ QUIET_ENVIRONMENT = {
 """Library settings that only turn off progress output (a user's own setting wins)."""
 
 
+def drop_log_records(name: str, texts) -> None:
+    """Drop the records of logger ``name`` that contain any of ``texts`` (idempotent)."""
+    logger = logging.getLogger(name)
+    for text in texts:
+        if not any(isinstance(f, _DropContaining) and f.text == text for f in logger.filters):
+            logger.addFilter(_DropContaining(text))
+
+
 def install() -> None:
     """Install the filters (idempotent)."""
     for name, value in QUIET_ENVIRONMENT.items():
@@ -58,6 +66,4 @@ def install() -> None:
     for message, category, module in KNOWN_WARNINGS:
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
     for name, text in KNOWN_LOG_RECORDS:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _DropContaining) and f.text == text for f in logger.filters):
-            logger.addFilter(_DropContaining(text))
+        drop_log_records(name, [text])

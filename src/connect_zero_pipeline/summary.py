@@ -23,6 +23,16 @@ from .naming import EVAL_STAGE, GENERATION, parse_step, stage_of
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "summary.md"
+NOTE_TAG = "mlflow.note.content"
+"""The MLflow tag its UI shows as a run's description: the summary, on the parent run."""
+MLFLOW_UI = "http://127.0.0.1:5000"
+"""Where ``make mlflow`` serves the UI (its ``MLFLOW_PORT``)."""
+
+REFERENCE = {"metric": "solver.acc", "value": 0.825, "normal": (0.815, 0.830)}
+"""The default recipe's reference figure and its normal spread over seeds: the default run
+of docs/results.md (``tests/test_summary.py`` checks that the report says the same)."""
+RECIPE_SECTIONS = ("alphazero", "model", "selfplay", "train", "evaluate")
+"""The sections whose keys make the recipe (their ``node`` keys never change a figure)."""
 
 # Catalog outputs shown with their path, in this order.
 OUTPUT_FILES = {
@@ -69,6 +79,9 @@ def render(
     generation: tuple[str, dict[str, float]] | None,
     paths: dict[str, str],
     mlflow_run_id: str | None,
+    mlflow_url: str | None = None,
+    registered: dict[str, Any] | None = None,
+    recipe_changes: list[str] | None = None,
 ) -> str:
     """The summary as Markdown (it reads as plain text in a terminal).
 
@@ -79,13 +92,26 @@ def render(
         generation: the last generation's namespace and its evaluate metrics, if any.
         paths: label -> path of the run's output files.
         mlflow_run_id: the MLflow parent run.
+        mlflow_url: the parent run's page in the UI of ``make mlflow``.
+        registered: the registry version this run made: ``name``, ``version``, ``champion``
+            (whether it holds the alias) and ``champion_version``.
+        recipe_changes: the recipe keys this run changed from the default (None: not an
+            AlphaZero run), to say whether :data:`REFERENCE` applies.
     """
     lines = [f"## Run summary: {pipeline}", ""]
     if run_id:
         lines.append(f"- run id: `{run_id}` (every output of this run has this version)")
     lines.append(f"- wall time: {_duration(wall_seconds)}")
     if mlflow_run_id:
-        lines.append(f"- MLflow run: `{mlflow_run_id}`")
+        where = f" ({mlflow_url}, after `make mlflow`)" if mlflow_url else ""
+        lines.append(f"- MLflow run: `{mlflow_run_id}`{where}")
+    if registered:
+        crown = (
+            "the champion (`models:/{name}@champion`)".format(**registered)
+            if registered["champion"]
+            else f"not the champion (version {registered['champion_version']} is)"
+        )
+        lines.append(f"- registry: {registered['name']} version {registered['version']}, {crown}")
     if generation is not None:
         name, metrics = generation
         kind = "generation" if parse_step(name)[0] == GENERATION else "chunk"
@@ -93,9 +119,11 @@ def render(
         for key, label in HEADLINE:
             if key in metrics:
                 lines.append(f"- {label}: {metrics[key]:.3f}")
-        bench = sorted(k for k in metrics if k.startswith("bench."))
-        for key in bench:
-            lines.append(f"- {key}: {metrics[key]:.3f}")
+        if recipe_changes is not None and REFERENCE["metric"] in metrics:
+            lines.append(f"- {reference_line(metrics[REFERENCE['metric']], recipe_changes)}")
+        table = public_sets_table(metrics)
+        if table:
+            lines += ["", "Pons' public sets (strict accuracy / weak mistakes):", "", *table]
     if paths:
         lines += ["", "### Files", ""]
         lines += [f"- {label}: `{path}`" for label, path in paths.items()]
@@ -107,6 +135,80 @@ def render(
         if needs is None or needs in have
     ]
     return "\n".join(lines) + "\n"
+
+
+def reference_line(value: float, recipe_changes: list[str]) -> str:
+    """How ``value`` compares with the default recipe's reference (:data:`REFERENCE`)."""
+    metric, ref, (low, high) = REFERENCE["metric"], REFERENCE["value"], REFERENCE["normal"]
+    where = (
+        f"the default recipe ends at {ref:.3f} ({low:.3f}-{high:.3f} is normal; docs/results.md)"
+    )
+    if recipe_changes:
+        shown = ", ".join(recipe_changes[:4]) + (", ..." if len(recipe_changes) > 4 else "")
+        return f"reference: this run changed the recipe ({shown}); {where}"
+    verdict = "normal" if low <= value <= high else ("above" if value > high else "below")
+    return f"reference: {metric} {value:.3f} is {verdict}: {where}"
+
+
+def public_sets_table(metrics: dict[str, float]) -> list[str]:
+    """``bench.<set>.<agent>.<metric>`` as a small Markdown table, a row per set."""
+    cells: dict[str, dict[str, dict[str, float]]] = {}
+    for key, value in metrics.items():
+        parts = key.split(".")
+        if len(parts) == 4 and parts[0] == "bench":
+            cells.setdefault(parts[1], {}).setdefault(parts[2], {})[parts[3]] = value
+    if not cells:
+        return []
+    agents = sorted({a for rows in cells.values() for a in rows}, key=_agent_order)
+    lines = ["| set | " + " | ".join(agents) + " |", "|---|" + "---|" * len(agents)]
+    for name, rows in cells.items():
+        row = []
+        for agent in agents:
+            m = rows.get(agent, {})
+            row.append(f"{m.get('strict_acc', float('nan')):.3f} / "
+                       f"{m.get('weak_mistake_rate', float('nan')):.1%}")  # fmt: skip
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return lines
+
+
+def _agent_order(agent: str) -> tuple[int, int]:
+    return (0, 0) if agent == "network" else (1, int(agent.removeprefix("mcts") or 0))
+
+
+def recipe_changes(params: dict[str, Any]) -> list[str]:
+    """The recipe keys (:data:`RECIPE_SECTIONS`, ``node`` keys aside) whose value in the
+    run's parameters is not the default's."""
+    from .core.config import values
+    from .params.schema import parse_section
+
+    changed = []
+    for section in RECIPE_SECTIONS:
+        now = values(parse_section(section, params.get(section)))
+        default = values(parse_section(section, None))
+        changed += [f"{section}.{k}" for k in now if not k.startswith("node.")
+                    and now[k] != default.get(k)]  # fmt: skip
+    return changed
+
+
+def registered_version(client, run_id: str | None) -> dict[str, Any] | None:
+    """The version of the registered model that run ``run_id`` made, and whether it is the
+    champion (None when it registered none)."""
+    from .registry import CHAMPION, REGISTERED_MODEL
+
+    if run_id is None:
+        return None
+    try:
+        versions = client.search_model_versions(f"name='{REGISTERED_MODEL}'")
+        mine = [v for v in versions if v.tags.get("run_id") == run_id]
+        if not mine:
+            return None
+        version = max(mine, key=lambda v: int(v.version))
+        champion = client.get_model_version_by_alias(REGISTERED_MODEL, CHAMPION).version
+    except Exception as exc:  # the registry is out of reach: the summary goes on without it
+        log.warning("The summary names no registry version: %s", exc)
+        return None
+    return {"name": REGISTERED_MODEL, "version": version.version,
+            "champion": str(champion) == str(version.version), "champion_version": champion}  # fmt: skip
 
 
 def _path(dataset) -> str | None:
@@ -171,23 +273,37 @@ class RunSummaryHook:
         import mlflow
 
         from .naming import pipeline_label
+        from .runs import run_identity
 
         outputs = pipeline.all_outputs()
         paths = {}
         for name, label in OUTPUT_FILES.items():
             if name in outputs and (path := _path(catalog.get(name))) is not None:
                 paths[label] = path
+        generation = last_generation(pipeline, catalog)
+        client = mlflow.MlflowClient() if self._mlflow_run_id is not None else None
+        url = None
+        if client is not None:
+            experiment = client.get_run(self._mlflow_run_id).info.experiment_id
+            url = f"{MLFLOW_UI}/#/experiments/{experiment}/runs/{self._mlflow_run_id}"
+        is_alphazero = generation is not None and parse_step(generation[0])[0] == GENERATION
         text = render(
             pipeline=pipeline_label(run_params.get("pipeline_names")),
             run_id=self._run_id,
             wall_seconds=time.perf_counter() - self._start,
-            generation=last_generation(pipeline, catalog),
+            generation=generation,
             paths=paths,
             mlflow_run_id=self._mlflow_run_id,
+            mlflow_url=url,
+            registered=registered_version(client, self._run_id)
+            if client is not None and "onnx_model_mlflow" in outputs
+            else None,
+            recipe_changes=recipe_changes(run_identity.params or {}) if is_alphazero else None,
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)
-        if self._mlflow_run_id is not None:
+        if client is not None:
+            client.set_tag(self._mlflow_run_id, NOTE_TAG, text)  # the run's description
             with tempfile.TemporaryDirectory() as tmp:
                 file = Path(tmp) / SUMMARY_FILE
                 file.write_text(text)
-                mlflow.MlflowClient().log_artifact(self._mlflow_run_id, str(file))
+                client.log_artifact(self._mlflow_run_id, str(file))

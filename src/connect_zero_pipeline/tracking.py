@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -249,3 +250,25 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
     client.log_text(active.info.run_id, ratings.to_csv(index=False), "ladder/ratings.csv")
     client.log_figure(active.info.run_id, figure, "ladder/elo.png")
     log.info("Ladder: Elo logged on %d generation child run(s)", logged)
+
+
+def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> str:
+    """The runs list of the project's experiment in the MLflow UI of ``make mlflow`` (the
+    model-training view), or the UI's start page before the first run."""
+    base = f"http://127.0.0.1:{port}"
+    if not Path(db).is_file():
+        return f"{base}/"
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            row = conn.execute(
+                "SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)
+            ).fetchone()
+    except sqlite3.Error:
+        row = None
+    return f"{base}/#/experiments/{row[0]}/runs" if row else f"{base}/"
+
+
+if __name__ == "__main__":  # make mlflow: python -m connect_zero_pipeline.tracking <db> <port>
+    import sys
+
+    print(f"MLflow UI: {ui_url(Path(sys.argv[1]), int(sys.argv[2]))}")

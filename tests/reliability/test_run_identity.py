@@ -203,3 +203,12 @@ def test_a_game_against_the_champion_starts_without_library_noise(finished_run):
     assert res.returncode == 0, res.stderr
     assert "Model: models:/connect-zero@champion (version 1)" in res.stdout
     assert res.stderr.strip() == "", res.stderr  # no warning, no "Downloading artifacts"
+
+
+def test_the_parent_run_s_tags_hold_no_object_repr(finished_run):
+    from tests.conftest import mlflow_client
+
+    project, run_id = finished_run
+    (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
+    assert parent.data.tags["runner"] == "SequentialRunner"
+    assert not [k for k, v in parent.data.tags.items() if " object at 0x" in v]

@@ -105,6 +105,10 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     assert f"MLflow run: `{parent.info.run_id}`" in summary and "`make mlflow`" in summary
     logged = client.download_artifacts(parent.info.run_id, "summary.md")
     assert Path(logged).read_text().strip() in summary
+    assert parent.data.tags["mlflow.note.content"].strip() in summary  # the run's description
+    assert f"/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}" in summary
+    assert "- registry: connect-zero version 1, the champion" in summary
+    assert "- reference: this run changed the recipe (alphazero.num_generations, " in summary
     _execute_notebook(project)
 
 

@@ -1,0 +1,92 @@
+"""The end-of-run summary: the registry's answer, whether the figure is normal, a readable
+table of the public sets."""
+
+from __future__ import annotations
+
+import re
+
+from connect_zero_pipeline.hooks import plain_repr
+from connect_zero_pipeline.summary import (
+    REFERENCE,
+    public_sets_table,
+    recipe_changes,
+    reference_line,
+    render,
+)
+from tests.conftest import REPO
+
+
+def test_the_reference_is_the_report_s_default_run():
+    """One fact in two places, checked: docs/results.md's default run and its spread."""
+    report = (REPO / "docs" / "results.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| `solver.acc` (network"))
+    assert f"**{REFERENCE['value']:.3f}**" in row
+    low, high = REFERENCE["normal"]
+    assert f"between {low:.3f} and {high:.3f} is normal" in report
+
+
+def test_reference_line_says_normal_above_below_or_other_recipe():
+    assert "0.822 is normal" in reference_line(0.822, [])
+    assert "is below" in reference_line(0.70, [])
+    assert "is above" in reference_line(0.90, [])
+    other = reference_line(0.70, ["selfplay.mcts.sims", "model.preset"])
+    assert "changed the recipe (selfplay.mcts.sims, model.preset)" in other
+
+
+def test_recipe_changes_name_recipe_keys_not_node_keys():
+    assert recipe_changes({}) == []
+    params = {"selfplay": {"mcts": {"sims": 32}, "node": {"workers": 1}}, "train": {"lr": 0.01}}
+    assert recipe_changes(params) == ["selfplay.mcts.sims", "train.lr"]
+
+
+def test_public_sets_become_a_table():
+    metrics = {
+        "bench.Test_L3_R1.network.strict_acc": 0.926,
+        "bench.Test_L3_R1.network.weak_mistake_rate": 0.042,
+        "bench.Test_L3_R1.mcts32.strict_acc": 0.956,
+        "bench.Test_L3_R1.mcts32.weak_mistake_rate": 0.016,
+        "solver.acc": 0.8,
+    }
+    assert public_sets_table(metrics) == [
+        "| set | network | mcts32 |",
+        "|---|---|---|",
+        "| Test_L3_R1 | 0.926 / 4.2% | 0.956 / 1.6% |",
+    ]
+    assert public_sets_table({"solver.acc": 0.8}) == []
+
+
+def test_the_summary_names_the_registry_version_and_the_url():
+    text = render(
+        pipeline="alphazero", run_id="2026-01-01T00.00.00.000Z", wall_seconds=61,
+        generation=("gen_024", {"solver.acc": 0.826, "bench.S.network.strict_acc": 0.9,
+                                "bench.S.network.weak_mistake_rate": 0.05}),
+        paths={}, mlflow_run_id="abc", mlflow_url="http://127.0.0.1:5000/#/experiments/1/runs/abc",
+        registered={"name": "connect-zero", "version": "3", "champion": False,
+                    "champion_version": "2"},
+        recipe_changes=[],
+    )  # fmt: skip
+    assert "- MLflow run: `abc` (http://127.0.0.1:5000/#/experiments/1/runs/abc" in text
+    assert "- registry: connect-zero version 3, not the champion (version 2 is)" in text
+    assert "- reference: solver.acc 0.826 is normal" in text
+    assert "| S | 0.900 / 5.0% |" in text
+    assert not re.search(r"^- bench\.", text, re.M)  # no raw metric names
+
+
+def test_object_reprs_become_class_names():
+    assert plain_repr("<kedro.runner.sequential_runner.SequentialRunner object at 0x7f3a>") == (
+        "SequentialRunner"
+    )
+    assert plain_repr("alphazero") == "alphazero"
+
+
+def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
+    import sqlite3
+
+    from connect_zero_pipeline.tracking import ui_url
+
+    db = tmp_path / "mlflow.db"
+    assert ui_url(db, 5000) == "http://127.0.0.1:5000/"  # before the first run
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE experiments (experiment_id INTEGER, name TEXT)")
+        conn.execute("INSERT INTO experiments VALUES (0, 'Default'), (3, 'connect_zero_pipeline')")
+    assert ui_url(db, 5001) == "http://127.0.0.1:5001/#/experiments/3/runs"
