@@ -90,3 +90,32 @@ def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
         conn.execute("CREATE TABLE experiments (experiment_id INTEGER, name TEXT)")
         conn.execute("INSERT INTO experiments VALUES (0, 'Default'), (3, 'connect_zero_pipeline')")
     assert ui_url(db, 5001) == "http://127.0.0.1:5001/#/experiments/3/runs"
+
+
+def test_logs_off_a_terminal_are_one_whole_line_each():
+    import io
+    import logging
+
+    from rich.logging import RichHandler
+
+    from connect_zero_pipeline.cli import tidy_logs
+
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    catalog = logging.getLogger("kedro.io.data_catalog")
+    filters = list(catalog.filters)
+    out = io.StringIO()
+    try:
+        root.handlers = [RichHandler()]
+        tidy_logs(verbose=False, stream=out)
+        assert not any(isinstance(h, RichHandler) for h in root.handlers)
+        long = "x" * 300
+        logging.getLogger("connect_zero_pipeline.t").warning("Running node: %s", long)
+        catalog.warning("Loading data from gen_001.games (ParquetDataset)...")
+        catalog.warning("Saving data to gen_001.model (TorchModelDataset)...")
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 2 and lines[0].endswith(f"Running node: {long}")
+        assert "Saving data to gen_001.model" in lines[1]
+    finally:
+        root.handlers = saved
+        catalog.filters = filters
