@@ -119,3 +119,28 @@ def test_logs_off_a_terminal_are_one_whole_line_each():
     finally:
         root.handlers = saved
         catalog.filters = filters
+
+
+def test_anchor_labels_are_spread_apart():
+    from connect_zero_pipeline.pipelines.ladder.nodes import spread
+
+    assert spread([-516.0, -156.0, -19.0, 0.0], 40.0) == [-516.0, -156.0, -19.0, 21.0]
+    assert spread([0.0, 0.0, 0.0], 10.0) == [0.0, 10.0, 20.0]
+
+
+def test_the_ladder_plot_has_whole_generation_ticks():
+    import pandas as pd
+
+    from connect_zero_pipeline.pipelines.ladder.nodes import plot_ladder
+
+    rows = [("gen_004", "generation", "r", 4, 400.0), ("gen_008", "generation", "r", 8, 500.0),
+            ("gen_012", "generation", "r", 12, 560.0),
+            ("random_punisher", "anchor", None, None, 0.0),
+            ("solver:0.25", "anchor", None, None, -19.0)]  # fmt: skip
+    ratings = pd.DataFrame(rows, columns=["label", "kind", "run_id", "generation", "elo"])
+    ratings = ratings.assign(elo_low=ratings["elo"] - 50, elo_high=ratings["elo"] + 50)
+    ax = plot_ladder(ratings).axes[0]
+    ticks = [t for t in ax.get_xticks() if 4 <= t <= 12]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    labels = sorted((t.get_position()[1], t.get_text()) for t in ax.texts)
+    assert labels[1][0] - labels[0][0] > 19.0  # the two close anchors' labels apart

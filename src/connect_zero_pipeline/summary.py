@@ -82,6 +82,7 @@ def render(
     mlflow_url: str | None = None,
     registered: dict[str, Any] | None = None,
     recipe_changes: list[str] | None = None,
+    ratings: list[str] | None = None,
 ) -> str:
     """The summary as Markdown (it reads as plain text in a terminal).
 
@@ -97,6 +98,7 @@ def render(
             (whether it holds the alias) and ``champion_version``.
         recipe_changes: the recipe keys this run changed from the default (None: not an
             AlphaZero run), to say whether :data:`REFERENCE` applies.
+        ratings: a ladder's ratings table (:func:`~.core.ratings.ratings_table`), if any.
     """
     lines = [f"## Run summary: {pipeline}", ""]
     if run_id:
@@ -124,6 +126,8 @@ def render(
         table = public_sets_table(metrics)
         if table:
             lines += ["", "Pons' public sets (strict accuracy / weak mistakes):", "", *table]
+    if ratings:
+        lines += ["", "### Ladder ratings (Elo)", "", *ratings]
     if paths:
         lines += ["", "### Files", ""]
         lines += [f"- {label}: `{path}`" for label, path in paths.items()]
@@ -209,6 +213,16 @@ def registered_version(client, run_id: str | None) -> dict[str, Any] | None:
         return None
     return {"name": REGISTERED_MODEL, "version": version.version,
             "champion": str(champion) == str(version.version), "champion_version": champion}  # fmt: skip
+
+
+def _ratings(catalog) -> list[str] | None:
+    from .core.ratings import ratings_table
+
+    try:
+        return ratings_table(catalog.load("ladder_ratings"))
+    except Exception as exc:  # the summary goes on without it
+        log.warning("No ratings in the summary: %s", exc)
+        return None
 
 
 def _path(dataset) -> str | None:
@@ -299,6 +313,7 @@ class RunSummaryHook:
             if client is not None and "onnx_model_mlflow" in outputs
             else None,
             recipe_changes=recipe_changes(run_identity.params or {}) if is_alphazero else None,
+            ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)
         if client is not None:

@@ -114,3 +114,17 @@ def bootstrap_intervals(
 def expected_score(elo_a: float, elo_b: float) -> float:
     """``a``'s expected score against ``b`` under the model."""
     return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
+
+
+def ratings_table(ratings) -> list[str]:
+    """A ladder's ratings (``label``, ``run_id``, ``elo``, ``elo_low``, ``elo_high``,
+    ``games``, ``score``; best first) as Markdown table lines; a player of no run gets an
+    empty run cell."""
+    import pandas as pd
+
+    lines = ["| player | run | Elo | 95% interval | games | score |", "|---|---|---|---|---|---|"]
+    for r in ratings.itertuples():
+        run = "" if r.run_id is None or pd.isna(r.run_id) else str(r.run_id)
+        lines.append(f"| {r.label} | {run} | {r.elo:+.0f} | [{r.elo_low:+.0f}, {r.elo_high:+.0f}] "
+                     f"| {int(r.games)} | {r.score:.3f} |")  # fmt: skip
+    return lines

@@ -31,10 +31,12 @@ def _cache_rows(project) -> int:
 
 
 @pytest.mark.slow
-def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project):
+def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, capsys):
     run_kedro(pons_project, "alphazero", TINY)
     (run_id,) = known_runs(pons_project)
+    capsys.readouterr()
     run_kedro(pons_project, "ladder", LADDER)
+    summary = capsys.readouterr().out
 
     ratings = _latest_table(pons_project, "data/08_reporting/ladder/ratings.parquet")
     assert set(ratings["label"]) == {"gen_001", "gen_002", "random", "random_punisher",
@@ -43,6 +45,10 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project):
     assert ratings.set_index("label").loc["random_punisher", "elo"] == 0.0  # the anchor
     assert (ratings["elo_low"] <= ratings["elo"] + 1e-6).all()
     assert (ratings["elo"] <= ratings["elo_high"] + 1e-6).all()
+    # The summary prints the ratings table; a player of no run has an empty run cell.
+    assert "### Ladder ratings (Elo)" in summary and "| player | run | Elo |" in summary
+    assert "| random_punisher |  | +0 | [+0, +0] |" in summary and "nan" not in summary
+    assert f"| gen_002 | {run_id} |" in summary
     matches = _latest_table(pons_project, "data/08_reporting/ladder/matches.parquet")
     assert len(matches) == 10 * 2 * 2  # 10 pairs x 2 openings x 2 colours
     assert set(matches["result"]) <= {-1, 0, 1}

@@ -31,7 +31,7 @@ from ...core.config import resolve_device
 from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
 from ...core.players import SOLVER_PREFIX
 from ...core.progress import progress_bar
-from ...core.ratings import Games, bootstrap_intervals, fit_elo
+from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
 from ...naming import CHUNK, GENERATION, MODEL_PARTITION
 from ...params.ladder import LATEST, LadderConfig
 from ...params.schema import parse_section
@@ -225,12 +225,7 @@ def rate_players(
         elo=elo, elo_low=low, elo_high=high, games=count, score=points / np.maximum(count, 1)
     )
     ratings = ratings.sort_values("elo", ascending=False).reset_index(drop=True)
-    lines = [
-        f"{r.label:<22} {r.run_id or '':<25} {r.elo:+7.0f}  [{r.elo_low:+.0f}, {r.elo_high:+.0f}]"
-        f"  {r.games} games, score {r.score:.3f}"
-        for r in ratings.itertuples()
-    ]
-    log.info("Ladder ratings (Elo, 95%% interval):\n%s", "\n".join(lines))
+    log.info("Ladder ratings:\n%s", "\n".join(ratings_table(ratings)))
     metrics = {
         f"ladder.elo.{r.label.replace(' ', '_').replace('(', '').replace(')', '')}"
         + (f".{r.run_id}" if r.kind == "generation" else ""): float(r.elo)
@@ -239,10 +234,20 @@ def rate_players(
     return ratings, plot_ladder(ratings), {k: {"value": v, "step": 0} for k, v in metrics.items()}
 
 
+def spread(levels: list[float], gap: float) -> list[float]:
+    """Label heights for sorted ``levels``: each at its level, moved up just enough to stay
+    ``gap`` above the one below (so labels of close anchors do not overlap)."""
+    out: list[float] = []
+    for y in levels:
+        out.append(max(y, out[-1] + gap) if out else y)
+    return out
+
+
 def plot_ladder(ratings: pd.DataFrame):
     """Elo against generation with 95% intervals, one line per run; anchors as levels."""
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(8, 5))
     gens = ratings[ratings["kind"] == "generation"]
@@ -251,10 +256,16 @@ def plot_ladder(ratings: pd.DataFrame):
         ax.errorbar(part["generation"], part["elo"],
                     yerr=[part["elo"] - part["elo_low"], part["elo_high"] - part["elo"]],
                     marker="o", capsize=3, label=f"run {run_id}")  # fmt: skip
-    for r in ratings[ratings["kind"] != "generation"].itertuples():
+    levels = ratings[ratings["kind"] != "generation"].sort_values("elo")
+    for r in levels.itertuples():
         ax.axhline(r.elo, linestyle="--", linewidth=1, color="grey")
-        ax.annotate(f"{r.label} ({r.elo:+.0f})", (0.01, r.elo), xycoords=("axes fraction", "data"),
+    ax.figure.canvas.draw()  # the y-limits are final: labels are spread in their units
+    low, high = ax.get_ylim()
+    for r, y in zip(levels.itertuples(), spread(levels["elo"].tolist(), 0.045 * (high - low)),
+                    strict=True):  # fmt: skip
+        ax.annotate(f"{r.label} ({r.elo:+.0f})", (0.01, y), xycoords=("axes fraction", "data"),
                     fontsize=8, va="bottom", color="dimgrey")  # fmt: skip
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # generations are whole numbers
     ax.set_xlabel("generation")
     ax.set_ylabel("Elo (95% bootstrap interval)")
     ax.set_title("Ladder: Elo by generation")
