@@ -147,6 +147,13 @@ class GenerationRunsHook:
         name = parent_run_name(run_params, list(self._pending), run_identity.params,
                                run_identity.run_id)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
+        start = (run_identity.params.get("model") or {}).get("start_from")
+        if start and run_identity.root is not None:  # where this run's generation 0 came from
+            from .runs import start_model
+
+            self._client.set_tag(
+                self._parent, "start_from", start_model(run_identity.root, start)[1]
+            )
         for key, value in run_params.items():  # kedro-mlflow tags the run params as they are
             if isinstance(value, str) and (plain := plain_repr(value)) != value:
                 self._client.set_tag(self._parent, key, plain)  # "SequentialRunner", no repr
@@ -245,11 +252,15 @@ class RunStartHook:
     def after_context_created(self, context) -> None:
         from .params.schema import validate_params
         from .pipelines.structure import check_shape
+        from .runs import start_model
         from .tracking import prepare_store
 
         params = dict(context.config_loader["parameters"])
         try:
             validate_params(params)  # an unknown key or a bad value stops the run here
+            start = (params.get("model") or {}).get("start_from")
+            if start:  # the model to start from exists, before anything is written
+                start_model(Path(context.project_path), start)
             check_shape(params)  # the pipelines are built from these very parameters
             run_identity.check(context, params)  # an unknown run, other parameters: no resume
         except RunRefused:

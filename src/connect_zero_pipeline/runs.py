@@ -92,6 +92,55 @@ def alphazero_runs(root: Path) -> list[str]:
     return out
 
 
+def start_model(root: Path, ref: str) -> tuple[str, str]:
+    """The trained model a run starts from (``model.start_from``): the partition id of its
+    file in the ``model_files`` view of the models folder, and what it is, in words.
+
+    ``ref`` is a registered version (``models:/<name>@<alias>`` or ``models:/<name>/<n>``:
+    the run and generation it was exported from, as its tags say) or a run id (its last
+    generation).
+
+    Raises:
+        ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
+            not in this project.
+    """
+    from .naming import generation_name
+
+    described = ref
+    if ref.startswith("models:/"):
+        from .registry import find_version, project_client
+
+        name, _, version = ref[len("models:/") :].replace("@", "/", 1).partition("/")
+        try:
+            found = find_version(project_client(root), name, version)
+        except ValueError as exc:
+            raise ValueError(f"model.start_from={ref!r}: {exc}") from exc
+        run_id, generation = found.tags.get("run_id"), found.tags.get("generation")
+        if not run_id or not str(generation or "").isdigit():
+            raise ValueError(f"model.start_from={ref!r}: version {found.version} names no run "
+                             "and generation (its tags run_id, generation)")  # fmt: skip
+        described = f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
+        generations = [int(generation)]
+    else:
+        run_id = ref
+        if run_id not in known_runs(root):
+            raise ValueError(f"model.start_from={ref!r}: no such run in this project; known runs: "
+                             f"{known_runs(root)[-5:]} (python -m connect_zero_pipeline runs)")  # fmt: skip
+        folder = Path(root) / "data" / "06_models"
+        generations = sorted(
+            int(p.parents[2].name.split("_")[1])
+            for p in folder.glob(f"gen_*/model.pt/{run_id}/model.pt")
+        )
+        if not generations:
+            raise ValueError(f"model.start_from={ref!r}: that run has no generation models")
+        described = f"run {run_id}, generation {generations[-1]}"
+    gen = generation_name(generations[-1])
+    file = Path(root) / "data" / "06_models" / gen / "model.pt" / run_id / "model.pt"
+    if not file.is_file():
+        raise ValueError(f"model.start_from={ref!r}: its model file {file} is not in this project")
+    return f"{gen}/model.pt/{run_id}/model", described
+
+
 def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
     """The manifest of run ``run_id``.
 

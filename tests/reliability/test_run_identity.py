@@ -212,3 +212,56 @@ def test_the_parent_run_s_tags_hold_no_object_repr(finished_run):
     (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
     assert parent.data.tags["runner"] == "SequentialRunner"
     assert not [k for k, v in parent.data.tags.items() if " object at 0x" in v]
+
+
+@pytest.mark.slow
+def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_path):
+    """Train further as a new run: generation 0 is the champion's network (or a run's last
+    model), read as the run's input; the new run's parent records where it started."""
+    import torch
+
+    from tests.conftest import mlflow_client
+
+    source, earlier_id = finished_run
+    project = copy_project(source, tmp_path / "project")
+    final = _run_file(project, "data/06_models/gen_002/model.pt", earlier_id)
+    start = {**FINISHED_RUN, "alphazero.num_generations": 1,
+             "model.start_from": "models:/connect-zero@champion"}  # fmt: skip
+    res = kedro_cli(project, "run", "--params", cli_params(start))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    (run_id,) = set(known_runs(project)) - {earlier_id}
+    gen0 = torch.load(_run_file(project, "data/06_models/gen_000/model.pt", run_id),
+                      weights_only=True)  # fmt: skip
+    weights = torch.load(final, weights_only=True)
+    assert gen0["config"] == weights["config"]
+    assert all(torch.equal(gen0["state_dict"][k], v) for k, v in weights["state_dict"].items())
+    (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
+    assert parent.data.tags["start_from"] == (
+        f"models:/connect-zero@champion (connect-zero version 1: run {earlier_id}, generation 2)"
+    )
+    # A run id names its last generation; an unknown one is refused before any work.
+    before = set(known_runs(project))
+    bad = kedro_cli(project, "run", "--params", cli_params({**start, "model.start_from": "nope"}))
+    assert bad.returncode == 1 and "model.start_from='nope': no such run in this project" in (
+        bad.stderr
+    )
+    assert set(known_runs(project)) == before
+
+
+def test_reinforce_refuses_a_start_from():
+    from connect_zero_pipeline.params.schema import parse_section
+
+    with pytest.raises(ValueError, match=r"reinforce\.model\.start_from must be null"):
+        parse_section("reinforce", {"model": {"start_from": "models:/connect-zero@champion"}})
+
+
+def test_a_run_id_starts_from_that_run_s_last_generation(finished_run):
+    from connect_zero_pipeline.runs import start_model
+
+    project, run_id = finished_run
+    assert start_model(project, run_id) == (
+        f"gen_002/model.pt/{run_id}/model",
+        f"run {run_id}, generation 2",
+    )
+    with pytest.raises(ValueError, match=r"models:/connect-zero@best.*no version or alias 'best'"):
+        start_model(project, "models:/connect-zero@best")

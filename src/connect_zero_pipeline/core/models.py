@@ -308,8 +308,15 @@ class ModelSpec:
     """An architecture config for :func:`build_model`, instead of ``preset``."""
     seed: int = 0
     """Seeds the initial weights."""
+    start_from: str | None = None
+    """Start from a trained network instead of fresh weights: a registered version
+    (``models:/connect-zero@champion``, ``models:/connect-zero/3``) or a run id (its last
+    generation's model). Its own architecture is used; ``preset``/``arch`` are then ignored."""
 
     def __post_init__(self):
+        check(self.start_from is None or (isinstance(self.start_from, str) and self.start_from),
+              "start_from", self.start_from, "null, models:/<name>@<alias>, models:/<name>/<n> "
+              "or a run id")  # fmt: skip
         if (self.arch is None) == (self.preset is None):
             raise ValueError(
                 "exactly one of 'preset' and 'arch' must be set (set the other to null), got "
@@ -328,3 +335,8 @@ class ReinforceModelSpec(ModelSpec):
     """The REINFORCE baseline's initial policy (section ``reinforce.model``): the MLP by default."""
 
     preset: str | None = "mlp"
+
+    def __post_init__(self):
+        check(self.start_from is None, "start_from", self.start_from,
+              "null (the REINFORCE baseline starts from fresh weights)")  # fmt: skip
+        super().__post_init__()

@@ -92,7 +92,7 @@ def init_pipeline() -> Pipeline:
         [
             Node(
                 init_model,
-                inputs="params:model",
+                inputs=["params:model", "model_files"],
                 outputs="model",
                 name="init_model",
                 tags=["selfplay", "init"],
@@ -106,7 +106,8 @@ def init_pipeline() -> Pipeline:
         name="label_public_sets",
         tags=["evaluate", "init"],
     )
-    init = Pipeline(template, namespace=generation_name(0), parameters={"params:model"})
+    init = Pipeline(template, namespace=generation_name(0), parameters={"params:model"},
+                    inputs={"model_files"})  # fmt: skip
     return init + Pipeline([labels])
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,9 +19,19 @@ from ...params.schema import parse_section
 log = logging.getLogger(__name__)
 
 
-def init_model(params: dict) -> nn.Module:
-    """Generation 0: a freshly initialised network (section ``model``, :class:`ModelSpec`)."""
+def init_model(params: dict, model_files: Mapping[str, Callable[[], Any]]) -> nn.Module:
+    """Generation 0 (section ``model``, :class:`ModelSpec`): a freshly initialised network,
+    or the trained one ``start_from`` names, read from ``model_files`` (the models folder)."""
     spec = parse_section("model", params)
+    if spec.start_from:
+        from ...project import in_project
+        from ...runs import start_model
+
+        partition, described = start_model(in_project("."), spec.start_from)
+        model = model_files[partition]()
+        model.meta = {"generation": 0, "started_from": described}
+        log.info("Generation 0: %s, %d parameters", described, count_parameters(model))
+        return model
     torch.manual_seed(
         spec.seed
     )  # initial weights only; self-play and training take their own seeds
