@@ -60,7 +60,7 @@ def test_bad_input_reprompts_and_eof_exits_cleanly(model_file):
         timeout=60,
     )
     try:
-        prompt = r"Your move \(1-7, q to quit\): "
+        prompt = r"Your move \(1-7, u to undo, q to quit\): "
         child.expect(prompt)
         for bad in ("0", "8", "x", "", "12"):
             child.sendline(bad)
@@ -106,7 +106,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-PROMPT = r"Your move \(1-7, q to quit\): "
+PROMPT = r"Your move \(1-7, u to undo, q to quit\): "
 
 
 def _wait_until(check, child) -> None:
@@ -195,7 +195,9 @@ def _check_result(moves: str, verdict: str, human_first: bool) -> None:
 
 def test_a_full_game_with_mcts_as_second_player(model_file):
     path, model = model_file
-    proc, moves, verdict = _play_to_the_end(path, ["--second", "--sims", "8"])
+    proc, moves, verdict = _play_to_the_end(
+        path, ["--second", "--sims", "8", "--solver-nodes", "0"]
+    )
     _check_result(moves, verdict, human_first=False)
     # Every agent move (even plies) is what MCTSPlayer picks with the same search.
     player = MCTSPlayer(model, MCTSConfig(sims=8))
@@ -208,7 +210,7 @@ def test_a_full_game_with_mcts_as_second_player(model_file):
 
 def test_a_full_game_with_the_raw_policy_as_first_player(model_file):
     path, model = model_file
-    proc, moves, verdict = _play_to_the_end(path, ["--first", "--sims", "0"])
+    proc, moves, verdict = _play_to_the_end(path, ["--first", "--sims", "0", "--solver-nodes", "0"])
     _check_result(moves, verdict, human_first=True)
     for ply in range(1, len(moves), 2):
         expected = PolicyPlayer(model).act(state_from_moves([moves[:ply]]))
@@ -332,3 +334,43 @@ def test_web_before_any_export_serves_the_shipped_model(kedro_project):
     assert server.returncode == 143  # SIGTERM, handled: the temporary page is removed
     assert not folder.exists()
     assert "serving the shipped pretrained model" in server.stderr.read()
+
+
+def test_the_analysis_board_in_a_real_terminal(model_file):
+    """A pty, as a person's terminal: colours, the agent's analysis of its move (policy,
+    visits, Q, the solver's scores, its value in words), undo, the winning four highlighted,
+    and a rematch with the colours swapped."""
+    path, _ = model_file
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "connect_zero_pipeline", "play", "--model", str(path), "--sims", "8",
+         "--moves", "445566"],
+        encoding="utf-8", timeout=60, env={**os.environ, "TERM": "xterm"},
+    )  # fmt: skip
+    try:
+        child.expect(PROMPT)
+        child.sendline("1")  # not the win: the agent replies
+        child.expect(r"Agent plays (\d)")
+        child.expect(PROMPT)
+        shown = child.before
+        for row in ("policy", "visits", "Q     ", "solver"):
+            assert f"\n{row}" in shown, shown
+        assert re.search(r"The agent's view: [a-z ,]+ \([+-]\d\.\d\d\)\.", shown), shown
+        assert "\033[31m\033[1m" in shown and "\033[33m\033[1m" in shown  # X red, O yellow
+        assert "\033[4m" in shown  # the last move underlined
+        child.sendline("u")  # undo: back to before the person's move
+        child.expect(r"Moves: 445566\r?\n")
+        child.expect(PROMPT)
+        child.sendline("7")  # four in a row on the bottom row
+        child.expect(r"Game over\. You win! Moves: 4455667")
+        assert child.before.count("\033[7m") == 4  # the four, in reverse video
+        child.expect(r"Play again, colours swapped\? \(y/n\): ")
+        child.sendline("y")
+        child.expect(r"you are O \(second\), the agent is X")
+        child.expect(r"Agent plays \d")
+        child.sendeof()
+        child.expect(r"Bye\.")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0

@@ -12,6 +12,13 @@ from the Kedro project around the working directory without running a
 pipeline. ``--sims 0`` plays the raw policy greedily; ``--sims N`` searches
 ``N`` simulations of the project's batched MCTS before every move.
 
+After each of its moves the agent shows its analysis (:mod:`.board`): per column the
+network's policy, the search's visits and Q, and the perfect solver's score (within
+``--solver-nodes`` nodes; 0: none), then its value in words. ``u`` undoes the person's last
+move (and the agent's reply); a finished game offers a rematch with the colours swapped.
+On a colour terminal the stones are coloured, the last move underlined and the winning four
+in reverse video (``NO_COLOR`` turns colours off).
+
 Browser::
 
     python -m connect_zero_pipeline play --web [--port N] [--dir PATH]
@@ -34,6 +41,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from . import interrupts
+from .board import SOLVER_LEGEND, Analysis, analysis, grid
 from .model_source import (
     PRETRAINED,
     NoVersionError,
@@ -212,30 +220,50 @@ class _Agent:
         self.evaluate_fn = torch_evaluate_fn(model, "cpu")
         self.config = MCTSConfig(sims=sims) if sims > 0 else None
 
-    def choose(self, position: int, mask: int) -> tuple[int, str]:
-        """``(0-based column, a one-line explanation)`` for the side to move."""
+    def analyze(self, position: int, mask: int) -> Analysis:
+        """The move it plays and why: the network's policy and value, and the search's visits
+        and Q per column (side to move's view)."""
         import torch
 
         from ..core.bitboard import State, legal_mask, popcount, to_boards
         from ..core.mcts import search
         from ..core.players import masked_logits, sample_move
 
-        ply = torch.tensor([popcount(mask)])
-        state = State(torch.tensor([position]), torch.tensor([mask]), ply)
+        state = State(
+            torch.tensor([position]), torch.tensor([mask]), torch.tensor([popcount(mask)])
+        )
         legal = legal_mask(state)  # (1, 7)
+        logits, value = self.evaluate_fn(to_boards(state))  # (1, 7), (1,)
+        policy = torch.softmax(masked_logits(logits, legal), 1)[0].tolist()
         if self.config is None:
-            logits, value = self.evaluate_fn(to_boards(state))  # (1, 7), (1,)
-            probs = torch.softmax(masked_logits(logits, legal), 1)[0]
             col = int(sample_move(logits, legal, temperature=0)[0])
-            detail = "policy " + " ".join(f"{c + 1}:{p:.2f}" for c, p in enumerate(probs.tolist()))
-            return col, f"{detail}  value {float(value[0]):+.2f}"
+            return Analysis(col, policy, float(value[0]))
         result = search(state, self.evaluate_fn, self.config)
         visits = result.visit_counts.float()  # (1, 7)
-        col = int(
-            sample_move(visits.log(), legal, temperature=0)[0]
-        )  # as MCTSPlayer(temperature=0)
-        detail = "visits " + " ".join(f"{c + 1}:{int(n)}" for c, n in enumerate(visits[0].tolist()))
-        return col, f"{detail}  value {float(result.root_value[0]):+.2f}"
+        col = int(sample_move(visits.log(), legal, temperature=0)[0])  # as MCTSPlayer(temp=0)
+        tree = result.tree
+        children = tree.local(tree.children[0, 0])  # (7,) the root's children
+        q: list[float | None] = []
+        for c in range(7):
+            node = int(children[c])
+            n = float(tree.visits[0, node]) if node < tree.num_nodes else 0.0
+            q.append(float(tree.value_sum[0, node]) / n if n > 0 else None)
+        return Analysis(col, policy, float(result.root_value[0]),
+                        [int(n) for n in visits[0].tolist()], q)  # fmt: skip
+
+
+def _solver_scores(position: int, mask: int, max_nodes: int) -> tuple[list, list[bool]]:
+    """The perfect solver's score of each column (None for a full one), and whether it
+    finished within ``max_nodes`` nodes."""
+    import numpy as np
+
+    from ..core.solver import FULL_COLUMN, default_solver
+
+    scores, ok, _ = default_solver().analyze_batch(
+        np.array([position], dtype=np.uint64), np.array([mask], dtype=np.uint64), max_nodes
+    )
+    row = [None if int(v) == FULL_COLUMN else int(v) for v in scores[0]]
+    return row, [bool(ok[0])] * 7
 
 
 def _describe_model(model) -> str:
@@ -251,26 +279,27 @@ def _describe_model(model) -> str:
     return text if generation is None else f"{text}, generation {generation}"
 
 
-def _draw(position: int, mask: int, ply: int) -> str:
-    """The board with X for the first player and O for the second."""
-    from ..core.bitboard import bitboards_to_board, board_to_ascii
-
-    board = bitboards_to_board(position, mask)  # (6, 7), +1 side to move
-    return board_to_ascii(board if ply % 2 == 0 else -board, ".XO")
+PROMPT = "Your move (1-7, u to undo, q to quit): "
 
 
-def _ask_column(position: int, mask: int, stdin: interrupts.LineReader, out) -> int | None:
-    """Read a legal 0-based column from stdin; ``None`` on EOF or 'q'. Re-prompts on bad input."""
+def _ask(mask: int, undo: bool, stdin: interrupts.LineReader, out) -> int | str | None:
+    """A legal 0-based column, ``"undo"`` (when ``undo``), or ``None`` on EOF or 'q';
+    re-prompts on bad input."""
     from ..core.bitboard import legal_columns
 
     while True:
-        text = stdin.read_line("Your move (1-7, q to quit): ", out)
+        text = stdin.read_line(PROMPT, out)
         if text is None:  # end of input (Ctrl-D)
             print(file=out)
             return None
         text = text.strip()
         if text.lower() in {"q", "quit", "exit"}:
             return None
+        if text.lower() in {"u", "undo"}:
+            if undo:
+                return "undo"
+            print("Nothing of yours to undo yet.", file=out, flush=True)
+            continue
         if not (len(text) == 1 and "1" <= text <= "7"):
             print(f"Please enter a column from 1 to 7 (got {text!r}).", file=out, flush=True)
             continue
@@ -281,17 +310,18 @@ def _ask_column(position: int, mask: int, stdin: interrupts.LineReader, out) -> 
         return col
 
 
-def play_terminal(model, description: str, sims: int, human_first: bool, moves: str) -> int:
-    from ..core.bitboard import (
-        BOARD_MASK,
-        alignment,
-        bottom_mask_col,
-        is_terminal,
-        moves_to_bitboards,
-        play_move,
-    )
+def play_terminal(
+    model, description: str, sims: int, human_first: bool, moves: str, solver_nodes: int = 0
+) -> int:
+    """Games against the agent until the person quits: the board, the agent's analysis of
+    each of its moves (and the solver's, within ``solver_nodes`` nodes a position), undo,
+    and a rematch with the colours swapped."""
+    import os
+
+    from ..core.bitboard import is_terminal, moves_to_bitboards
 
     out = sys.stdout
+    colour = out.isatty() and "NO_COLOR" not in os.environ
     try:
         position, mask = moves_to_bitboards(moves)
     except ValueError as exc:
@@ -299,34 +329,61 @@ def play_terminal(model, description: str, sims: int, human_first: bool, moves: 
     if is_terminal(position, mask):
         raise PlayError(f"--moves {moves!r}: the game is already over")
     agent = _Agent(model, sims)
-    you, it = ("X", "O") if human_first else ("O", "X")
     mode = f"MCTS with {sims} simulations" if sims else "greedy policy"
-    print(f"Connect-Zero: you are {you} ({'first' if human_first else 'second'}), "
-          f"the agent is {it}. Model: {description} [{_describe_model(model)}]; {mode}.", file=out)  # fmt: skip
-    ply = len(moves)
     stdin = interrupts.LineReader()
+    start = moves
     while True:
-        print("\n" + _draw(position, mask, ply), file=out, flush=True)
-        human_turn = (ply % 2 == 0) == human_first
-        if human_turn:
-            col = _ask_column(position, mask, stdin, out)
-            if col is None:
-                print(f"Bye. Moves so far: {moves or '(none)'}", file=out, flush=True)
-                return 0
-        else:
-            col, detail = agent.choose(position, mask)
-            print(f"Agent plays {col + 1}   ({detail})", file=out, flush=True)
-        moves += str(col + 1)
-        position, mask = play_move(position, mask, bottom_mask_col(col))
-        ply += 1
+        you, it = ("X", "O") if human_first else ("O", "X")
+        print(f"Connect-Zero: you are {you} ({'first' if human_first else 'second'}), "
+              f"the agent is {it}. Model: {description} [{_describe_model(model)}]; {mode}.",
+              file=out)  # fmt: skip
+        if solver_nodes:
+            print(SOLVER_LEGEND + ".", file=out)
+        moves = _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out)
+        if moves is None:
+            return 0
+        answer = stdin.read_line("Play again, colours swapped? (y/n): ", out)
+        if answer is None or answer.strip().lower() not in {"y", "yes"}:
+            print("Bye.", file=out, flush=True)
+            return 0
+        human_first, moves = not human_first, start
+
+
+def _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out) -> str | None:
+    """One game from ``moves``; its final moves, or None when the person quit."""
+    from ..core.bitboard import BOARD_MASK, alignment, moves_to_bitboards
+
+    first = len(moves)  # moves before this point are the given opening: not undone
+    while True:
+        position, mask = moves_to_bitboards(moves)
+        print("\n" + grid(moves, colour), file=out, flush=True)
+        if moves:
+            print(f"Moves: {moves}", file=out, flush=True)
         if alignment(position ^ mask) or mask == BOARD_MASK:
-            print("\n" + _draw(position, mask, ply), file=out)
             if mask == BOARD_MASK and not alignment(position ^ mask):
                 verdict = "Draw: the board is full."
             else:
-                verdict = "You win!" if human_turn else "The agent wins."
+                human_last = ((len(moves) - 1) % 2 == 0) == human_first
+                verdict = "You win!" if human_last else "The agent wins."
             print(f"\nGame over. {verdict} Moves: {moves}", file=out, flush=True)
-            return 0
+            return moves
+        if (len(moves) % 2 == 0) == human_first:
+            mine = [i for i in range(first, len(moves)) if (i % 2 == 0) == human_first]
+            choice = _ask(mask, bool(mine), stdin, out)
+            if choice is None:
+                print(f"Bye. Moves so far: {moves or '(none)'}", file=out, flush=True)
+                return None
+            if choice == "undo":  # back to before the person's last move
+                moves = moves[: mine[-1]]
+                continue
+            moves += str(choice + 1)
+            continue
+        thought = agent.analyze(position, mask)
+        if solver_nodes:
+            thought.solver, thought.solved = _solver_scores(position, mask, solver_nodes)
+        print(f"Agent plays {thought.column + 1}", file=out)
+        print(analysis(thought), file=out, flush=True)
+        moves += str(thought.column + 1)
 
 
 # ---------------------------------------------------------------------------
@@ -380,6 +437,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--moves", default="", help="start from this position (Pons move string, e.g. 4453)"
     )
+    p.add_argument(
+        "--solver-nodes",
+        type=_non_negative_int,
+        default=1_000_000,
+        metavar="N",
+        help="the perfect solver's score of every column after each agent move, within N "
+        "nodes a position (default 1000000; 0: no solver)",
+    )
     return p  # fmt: skip
 
 
@@ -390,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.web:
             return serve(resolve_page(args.dir), args.port)
         model, description = resolve_model(args.model, args.dataset)
-        return play_terminal(model, description, args.sims, args.human_first, args.moves)
+        return play_terminal(model, description, args.sims, args.human_first, args.moves,
+                             args.solver_nodes)  # fmt: skip
 
     return run_command(body)
 

@@ -1,0 +1,134 @@
+"""The terminal analysis board: the grid and, per column, what the agent and the solver think.
+
+Pure text functions, used by :mod:`.play`: :func:`grid` draws the board (colours, the last
+move and the winning four on a colour terminal; plain text elsewhere), :func:`analysis`
+tabulates the network's policy, the search's visits and Q and the solver's score of every
+column, and :func:`value_words` says what a value means without overstating it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.bitboard import HEIGHT, WIDTH
+
+RESET, BOLD, UNDERLINE, REVERSE = "\033[0m", "\033[1m", "\033[4m", "\033[7m"
+COLOURS = {"X": "\033[31m", "O": "\033[33m"}  # the first player red, the second yellow
+SOLVER_LEGEND = (
+    "solver: the exact score of each move for the side to move: + a win (the higher, the "
+    "sooner), 0 a draw, - a loss; ? beyond its node budget"
+)
+
+
+@dataclass
+class Analysis:
+    """What the agent thought of one position (side to move's view); ``None``: not computed."""
+
+    column: int
+    """The 0-based column it plays."""
+    policy: list[float]
+    """The network's move probabilities over the 7 columns (0 for a full one)."""
+    value: float
+    """The value the agent reports: the search's root value, else the network's."""
+    visits: list[int] | None = None
+    """The search's visits per column."""
+    q: list[float | None] | None = None
+    """The search's mean value per visited column."""
+    solver: list[int | None] | None = None
+    """The perfect solver's score per column (None: full, or over the node budget)."""
+    solved: list[bool] | None = None
+    """Whether the solver's score of each column is known (a full column counts as known)."""
+
+
+def cells(moves: str) -> list[list[str]]:
+    """``[row][col]`` of ``"X"``, ``"O"`` or ``"."``, row 0 at the top, after ``moves``
+    (1-based column digits)."""
+    board = [["."] * WIDTH for _ in range(HEIGHT)]
+    heights = [0] * WIDTH
+    for ply, ch in enumerate(moves):
+        col = int(ch) - 1
+        board[HEIGHT - 1 - heights[col]][col] = "X" if ply % 2 == 0 else "O"
+        heights[col] += 1
+    return board
+
+
+def winning_four(moves: str) -> set[tuple[int, int]]:
+    """The ``(row, col)`` cells of the last mover's four in a row (empty if none)."""
+    board = cells(moves)
+    if not moves:
+        return set()
+    mark = "X" if len(moves) % 2 == 1 else "O"
+    found: set[tuple[int, int]] = set()
+    for r in range(HEIGHT):
+        for c in range(WIDTH):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                line = [(r + k * dr, c + k * dc) for k in range(4)]
+                if all(0 <= rr < HEIGHT and 0 <= cc < WIDTH and board[rr][cc] == mark
+                       for rr, cc in line):  # fmt: skip
+                    found.update(line)
+    return found
+
+
+def grid(moves: str, colour: bool = False) -> str:
+    """The board after ``moves``: X for the first player, O for the second, column numbers
+    below. With ``colour``: the stones in colour, the last move underlined and the winning
+    four in reverse video."""
+    board = cells(moves)
+    last = None
+    if moves:
+        col = int(moves[-1]) - 1
+        row = next(r for r in range(HEIGHT) if board[r][col] != ".")
+        last = (row, col)
+    four = winning_four(moves)
+    lines = []
+    for r in range(HEIGHT):
+        shown = []
+        for c in range(WIDTH):
+            mark = board[r][c]
+            if colour and mark != ".":
+                style = COLOURS[mark] + BOLD
+                if (r, c) in four:
+                    style += REVERSE
+                elif (r, c) == last:
+                    style += UNDERLINE
+                mark = f"{style}{mark}{RESET}"
+            shown.append(mark)
+        lines.append(" ".join(shown))
+    lines.append(" ".join(str(c + 1) for c in range(WIDTH)))
+    return "\n".join(lines)
+
+
+def value_words(value: float) -> str:
+    """A value in [-1, 1] (side to move's view) in words that do not overstate it."""
+    size = abs(value)
+    if size < 0.1:
+        words = "about even"
+    elif size < 0.3:
+        words = "slightly ahead" if value > 0 else "slightly behind"
+    elif size < 0.6:
+        words = "ahead" if value > 0 else "behind"
+    else:
+        words = "winning, it thinks" if value > 0 else "losing, it thinks"
+    return f"{words} ({value:+.2f})"
+
+
+def analysis(a: Analysis) -> str:
+    """A table, one column per board column: policy, visits, Q and solver rows (those
+    computed), then the value in words."""
+
+    def row(name: str, values: list[str]) -> str:
+        return f"{name:<7}" + "".join(f"{v:>7}" for v in values)
+
+    lines = [row("", [str(c + 1) for c in range(WIDTH)])]
+    lines.append(row("policy", [f"{p:.2f}" for p in a.policy]))
+    if a.visits is not None:
+        lines.append(row("visits", [str(n) for n in a.visits]))
+    if a.q is not None:
+        lines.append(row("Q", ["" if q is None else f"{q:+.2f}" for q in a.q]))
+    if a.solver is not None:
+        shown = []
+        for score, known in zip(a.solver, a.solved or [True] * WIDTH, strict=True):
+            shown.append("?" if not known else ("" if score is None else f"{score:+d}"))
+        lines.append(row("solver", shown))
+    lines.append(f"The agent's view: {value_words(a.value)}.")
+    return "\n".join(lines)
