@@ -306,3 +306,35 @@ def test_a_bad_moves_parameter_is_reported_and_ignored(page, page_url):
     turn, moves = _settle(page)
     assert (turn, moves) == ("human", "")
     assert "plays into a full column" in page.text_content("#status")
+
+
+def test_the_analysis_board_shows_policy_visits_q_and_the_solver_and_undoes(page, page_url):
+    """After the agent's move: per column its policy, the search's visits (the bars too) and
+    Q, and the perfect solver's scores (the page is served by `play --web`); the value in
+    words; the move list; undo takes back the person's move and the agent's reply."""
+    page.goto(page_url + "?moves=445566&colour=first&agent=mcts&sims=16")
+    assert _settle(page) == ("human", "445566")
+    assert page.text_content("#moves") == "Moves: 1. 4 4  2. 5 5  3. 6 6"
+    assert page.locator("#undo").is_disabled()  # the opening is not the person's to undo
+    page.click(".column[data-col='1']")
+    turn, moves = _settle(page)
+    assert turn == "human" and moves.startswith("4455661") and len(moves) == 8
+    rows = {
+        row.get_attribute("data-row"): [c.text_content() for c in row.locator("td").all()]
+        for row in page.locator("#analysis-table tr[data-row]").all()
+    }
+    assert list(rows) == ["policy", "visits", "Q", "solver"]
+    assert abs(sum(float(p) for p in rows["policy"]) - 1) < 0.02
+    assert sum(int(n) for n in rows["visits"]) == 16
+    assert all(q == "" or -1.0 <= float(q) <= 1.0 for q in rows["Q"])
+    # The person threatens 3 and 7 at once: every agent move loses, as the solver says.
+    assert all(s == "?" or int(s) < 0 for s in rows["solver"]), rows["solver"]
+    bars = [int(page.get_attribute(f".prob[data-col='{c}']", "data-visits")) for c in range(1, 8)]
+    assert bars == [int(n) for n in rows["visits"]]  # the bars are the search's visits
+    assert page.text_content("#value").startswith("The agent's view: ")
+    assert page.text_content("#moves").startswith(f"Moves: 1. 4 4  2. 5 5  3. 6 6  4. 1 {moves[7]}")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "play_page_analysis.png"), full_page=True)
+    page.click("#undo")
+    assert _settle(page) == ("human", "445566")
+    assert page.locator("#undo").is_disabled()

@@ -122,9 +122,47 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         ".json": "application/json",
     }
 
+    solver_nodes: ClassVar[int] = 0
+    """The solver's node budget for ``/analyze`` (0: no solver: 404, the page works without)."""
+    _solver_lock = threading.Lock()  # one solver (one transposition table) for all threads
+
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] == "/analyze":
+            self._analyze()
+            return
+        super().do_GET()
+
+    def _analyze(self) -> None:
+        """``/analyze?moves=4453``: the perfect solver's score of each column for the side to
+        move, ``{"scores": [7 ints or null], "solved": bool}`` (solved: within the budget)."""
+        import json
+        from urllib.parse import parse_qs, urlsplit
+
+        from ..core.bitboard import is_terminal, moves_to_bitboards
+
+        if not self.solver_nodes:
+            self.send_error(404, "No solver behind this page")
+            return
+        moves = (parse_qs(urlsplit(self.path).query).get("moves") or [""])[0]
+        try:
+            position, mask = moves_to_bitboards(moves)
+            if is_terminal(position, mask):
+                raise ValueError("the game is over")
+        except ValueError as exc:
+            self.send_error(400, f"moves={moves!r}: {exc}")
+            return
+        with self._solver_lock:
+            scores, solved = _solver_scores(position, mask, self.solver_nodes)
+        body = json.dumps({"scores": scores, "solved": solved[0]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def send_head(self):
         try:
@@ -174,22 +212,24 @@ class _PageServer(http.server.ThreadingHTTPServer):
 
 
 def make_server(
-    directory: Path, port: int = 0, idle_timeout: float = IDLE_TIMEOUT
+    directory: Path, port: int = 0, idle_timeout: float = IDLE_TIMEOUT, solver_nodes: int = 0
 ) -> http.server.ThreadingHTTPServer:
     """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port).
 
     Idle connections, and requests whose line and headers take longer, close after
     ``idle_timeout`` seconds; a client that disconnects is not reported, and a request
-    path that cannot name a file gets ``400`` instead of a traceback.
+    path that cannot name a file gets ``400`` instead of a traceback. ``/analyze`` answers
+    with the perfect solver's scores within ``solver_nodes`` nodes (0: 404).
     """
-    handler_class = type("PageHandler", (_PageHandler,), {"timeout": idle_timeout})
+    handler_class = type("PageHandler", (_PageHandler,),
+                         {"timeout": idle_timeout, "solver_nodes": solver_nodes})  # fmt: skip
     handler = functools.partial(handler_class, directory=str(directory))
     return _PageServer((LOOPBACK, port), handler)
 
 
-def serve(directory: Path, port: int) -> int:
+def serve(directory: Path, port: int, solver_nodes: int = 0) -> int:
     try:
-        server = make_server(directory, port)
+        server = make_server(directory, port, solver_nodes=solver_nodes)
     except OSError as exc:
         raise PlayError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from exc
     url = f"http://{LOOPBACK}:{server.server_address[1]}/"
@@ -442,8 +482,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         default=1_000_000,
         metavar="N",
-        help="the perfect solver's score of every column after each agent move, within N "
-        "nodes a position (default 1000000; 0: no solver)",
+        help="the perfect solver's score of every column at each agent move (the terminal, "
+        "and the page served by --web), within N nodes a position (default 1000000; 0: none)",
     )
     return p  # fmt: skip
 
@@ -453,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         if args.web:
-            return serve(resolve_page(args.dir), args.port)
+            return serve(resolve_page(args.dir), args.port, args.solver_nodes)
         model, description = resolve_model(args.model, args.dataset)
         return play_terminal(model, description, args.sims, args.human_first, args.moves,
                              args.solver_nodes)  # fmt: skip

@@ -45,7 +45,9 @@
     result: "",
     lastCell: null,
     winCells: [],
-    token: 0, // bumped by every new game, so a late agent reply is dropped
+    firstPly: 0, // moves of the opening (?moves): undo stops there
+    solverMissing: false, // no solver behind this page (a static host)
+    token: 0, // bumped by every new game or undo, so a late agent reply is dropped
     searches: 0, // agent searches still running, a late one of an abandoned game too
   };
 
@@ -252,7 +254,9 @@
       }
     }
     const visits = root.children.map((child) => (child ? child.n : 0));
-    return { visits, value: root.w / root.n };
+    // Q: each visited child's mean value from the root's mover view (null: not visited).
+    const q = root.children.map((child) => (child && child.n > 0 ? -child.w / child.n : null));
+    return { visits, q, value: root.w / root.n };
   }
 
   function simsParameter() {
@@ -266,9 +270,9 @@
     const probs = maskedSoftmax(root.logits, legal);
     if (mode === "mcts") {
       const sims = simsParameter();
-      const { visits, value } = await mcts(pos, sims);
+      const { visits, q, value } = await mcts(pos, sims);
       // The most visited legal column; ties go to the lowest column (as the Python agent).
-      return { col: argmaxLegal(visits, legal), probs, value, visits, sims };
+      return { col: argmaxLegal(visits, legal), probs, value, visits, q, sims };
     }
     if (mode !== "lookahead") return { col: argmaxLegal(probs, legal), probs, value: root.value[0] };
     const scores = await lookahead(pos);
@@ -322,6 +326,11 @@
       });
     });
     boardEl.dataset.win = game.winCells.map(([r, c]) => `${r},${c}`).join(";");
+    // The move list, numbered by move pairs: "1. 4 4  2. 5 3 ...".
+    const pairs = [];
+    for (let i = 0; i < game.moves.length; i += 2) pairs.push(`${i / 2 + 1}. ${game.moves.slice(i, i + 2).split("").join(" ")}`);
+    $("#moves").textContent = game.moves ? `Moves: ${pairs.join("  ")}` : "Moves: none yet";
+    $("#undo").disabled = lastHumanPly() < 0;
     boardEl.dataset.moves = game.moves;
     boardEl.dataset.result = game.result;
     if (game.over) {
@@ -336,20 +345,75 @@
     }
   }
 
-  function showAnalysis(choice) {
-    const top = Math.max(...choice.probs); // bars are scaled to the most likely column
+  // A value in [-1, 1] in words that do not overstate it (commands/board.py's value_words).
+  function valueWords(v) {
+    const size = Math.abs(v);
+    const words = size < 0.1 ? "about even"
+      : size < 0.3 ? (v > 0 ? "slightly ahead" : "slightly behind")
+      : size < 0.6 ? (v > 0 ? "ahead" : "behind")
+      : (v > 0 ? "winning, it thinks" : "losing, it thinks");
+    return `${words} (${v >= 0 ? "+" : ""}${v.toFixed(2)})`;
+  }
+
+  const signed = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(2)}`;
+
+  // The analysis table: per column the policy, the search's visits and Q, the solver's score.
+  function showTable(choice, solver) {
+    const rows = [["policy", choice.probs.map((p) => p.toFixed(2))]];
+    if (choice.visits) rows.push(["visits", choice.visits.map(String)]);
+    if (choice.q) rows.push(["Q", choice.q.map((q) => (q === null ? "" : signed(q)))]);
+    if (solver) {
+      rows.push(["solver", solver.scores.map((s) =>
+        !solver.solved ? "?" : s === null ? "" : `${s > 0 ? "+" : ""}${s}`)]);
+    }
+    const table = $("#analysis-table");
+    table.replaceChildren();
+    const head = document.createElement("tr");
+    head.innerHTML = "<th></th>" + Array.from({ length: COLS }, (_, c) =>
+      `<th${c === choice.col ? ' class="chosen"' : ""}>${c + 1}</th>`).join("");
+    table.append(head);
+    for (const [name, cells] of rows) {
+      const tr = document.createElement("tr");
+      tr.dataset.row = name;
+      tr.innerHTML = `<th>${name}</th>` + cells.map((text, c) =>
+        `<td${c === choice.col ? ' class="chosen"' : ""}>${text}</td>`).join("");
+      table.append(tr);
+    }
+  }
+
+  // The perfect solver's scores, when the page is served by `play --web` (null elsewhere).
+  async function solverScores(moves) {
+    if (location.protocol === "file:" || game.solverMissing) return null;
+    try {
+      const res = await fetch(`analyze?moves=${moves}`);
+      if (!res.ok) throw new Error(String(res.status));
+      return await res.json();
+    } catch (err) {
+      game.solverMissing = true; // a static host: the page works without it
+      return null;
+    }
+  }
+
+  function showAnalysis(choice, solver) {
+    // Bars: the search's visit share when the agent searched, else the policy.
+    const shares = choice.visits ? choice.visits : choice.probs;
+    const top = Math.max(...shares);
     document.querySelectorAll(".prob").forEach((el, c) => {
       const p = choice.probs[c];
       el.classList.toggle("chosen", c === choice.col);
       el.dataset.p = p.toFixed(4);
-      el.querySelector(".bar").style.height = `${Math.round((80 * p) / top)}%`;
-      el.querySelector(".label").textContent = p.toFixed(2);
+      if (choice.visits) el.dataset.visits = String(choice.visits[c]);
+      el.querySelector(".bar").style.height = `${top > 0 ? Math.round((80 * shares[c]) / top) : 0}%`;
+      el.querySelector(".label").textContent = choice.visits ? String(choice.visits[c]) : p.toFixed(2);
     });
+    $("#bars-caption").textContent = choice.visits
+      ? "The search's visits per column at the agent's last move"
+      : "The agent's move probabilities (policy head) at its last move";
+    showTable(choice, solver);
     const v = choice.value;
-    const mood = v > 0.2 ? "it expects to win" : v < -0.2 ? "it expects to lose" : "about even";
     const valueEl = $("#value");
     valueEl.dataset.value = v.toFixed(4);
-    valueEl.textContent = `Agent's value estimate: ${v >= 0 ? "+" : ""}${v.toFixed(2)} (${mood})`;
+    valueEl.textContent = `The agent's view: ${valueWords(v)}`;
     const info = $("#search-info");
     if (choice.visits) {
       const parts = choice.visits.map((n, c) => `${c + 1}: ${n}`);
@@ -413,7 +477,9 @@
       boardEl.dataset.searches = String(--game.searches);
     }
     if (token !== game.token) return; // a new game started meanwhile
-    showAnalysis(choice);
+    const solver = await solverScores(game.moves);
+    if (token !== game.token) return;
+    showAnalysis(choice, solver);
     applyMove(choice.col);
     advance();
   }
@@ -443,6 +509,26 @@
     return "";
   }
 
+  // The index of the person's last move after the opening, or -1.
+  function lastHumanPly() {
+    for (let k = game.moves.length - 1; k >= game.firstPly; k--) {
+      if ((k % 2 === 0) === game.humanFirst) return k;
+    }
+    return -1;
+  }
+
+  // Takes back the person's last move (and the agent's reply, or its search under way).
+  function undo() {
+    const k = lastHumanPly();
+    if (k < 0) return;
+    const moves = game.moves.slice(0, k);
+    game.token++;
+    clearBoard();
+    replay(moves);
+    render();
+    advance();
+  }
+
   function clearBoard() {
     game.pos = emptyPosition();
     game.moves = "";
@@ -458,6 +544,7 @@
     clearBoard();
     const error = replay(moves);
     if (error) clearBoard();  // a bad move list: the empty board
+    game.firstPly = game.moves.length;
     render();
     advance();
     if (error) statusEl.textContent = `Ignored ?moves=${moves}: ${error}. ${statusEl.textContent}`;
@@ -483,6 +570,7 @@
     if (["mcts", "lookahead", "policy"].includes(agent)) $("#agent-mode").value = agent;
     $("#agent-mode").querySelector("option[value=mcts]").textContent = `MCTS (${simsParameter()} simulations)`;
     $("#new-game").addEventListener("click", () => newGame());
+    $("#undo").addEventListener("click", () => undo());
     // Choosing a colour starts a new game with it.
     document.querySelectorAll("input[name=colour]").forEach((el) => el.addEventListener("change", () => newGame()));
     // Keys 1-7 play a column, like clicks (and are ignored in the same cases).
