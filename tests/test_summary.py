@@ -89,7 +89,9 @@ def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE experiments (experiment_id INTEGER, name TEXT)")
         conn.execute("INSERT INTO experiments VALUES (0, 'Default'), (3, 'connect_zero_pipeline')")
-    assert ui_url(db, 5001) == "http://127.0.0.1:5001/#/experiments/3/runs"
+    assert ui_url(db, 5001) == (
+        "http://127.0.0.1:5001/#/experiments/3/runs?workflowType=machine_learning"
+    )
 
 
 def test_logs_off_a_terminal_are_one_whole_line_each():

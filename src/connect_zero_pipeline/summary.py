@@ -288,6 +288,7 @@ class RunSummaryHook:
 
         from .naming import pipeline_label
         from .runs import run_identity
+        from .tracking import TRAINING_VIEW
 
         outputs = pipeline.all_outputs()
         paths = {}
@@ -299,7 +300,8 @@ class RunSummaryHook:
         url = None
         if client is not None:
             experiment = client.get_run(self._mlflow_run_id).info.experiment_id
-            url = f"{MLFLOW_UI}/#/experiments/{experiment}/runs/{self._mlflow_run_id}"
+            url = (f"{MLFLOW_UI}/#/experiments/{experiment}/runs/{self._mlflow_run_id}"
+                   f"?{TRAINING_VIEW}")  # fmt: skip
         is_alphazero = generation is not None and parse_step(generation[0])[0] == GENERATION
         text = render(
             pipeline=pipeline_label(run_params.get("pipeline_names")),

@@ -252,6 +252,10 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
     log.info("Ladder: Elo logged on %d generation child run(s)", logged)
 
 
+TRAINING_VIEW = "workflowType=machine_learning"
+"""The query that opens MLflow 3's UI in its model-training view (not GenAI)."""
+
+
 def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> str:
     """The runs list of the project's experiment in the MLflow UI of ``make mlflow`` (the
     model-training view), or the UI's start page before the first run."""
@@ -265,7 +269,7 @@ def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> st
             ).fetchone()
     except sqlite3.Error:
         row = None
-    return f"{base}/#/experiments/{row[0]}/runs" if row else f"{base}/"
+    return f"{base}/#/experiments/{row[0]}/runs?{TRAINING_VIEW}" if row else f"{base}/"
 
 
 if __name__ == "__main__":  # make mlflow: python -m connect_zero_pipeline.tracking <db> <port>
