@@ -219,6 +219,16 @@ def cli_params(params: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
+def _as_in_a_terminal() -> None:
+    """A started run gets Ctrl-C as a terminal's foreground process does. A test suite run
+    as a background job (``make test &``, some CI runners) ignores SIGINT, and an ignored
+    signal stays ignored in every process it starts: Python would then never raise
+    KeyboardInterrupt, and a test of Ctrl-C would see the run finish instead."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None):
     """``kedro <args>`` in a real subprocess in ``project`` (or ``cwd``).
 
@@ -237,6 +247,7 @@ def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=_as_in_a_terminal,
         )
     return subprocess.run(
         command, cwd=cwd or project, env=env, capture_output=True, text=True, timeout=timeout
