@@ -156,6 +156,13 @@ def project_client(project: Path):
                                registry_uri=server.get("mlflow_registry_uri") or tracking)  # fmt: skip
 
 
+def run_version(client, name: str, mlflow_run_id: str):
+    """The newest version of registered model ``name`` registered from MLflow run
+    ``mlflow_run_id`` (a run's parent), or None."""
+    found = client.search_model_versions(f"name = '{name}' AND run_id = '{mlflow_run_id}'")
+    return max(found, key=lambda v: int(v.version)) if found else None
+
+
 def find_version(client, name: str, ref: str):
     """Version ``ref`` (a number or an alias) of registered model ``name``.
 

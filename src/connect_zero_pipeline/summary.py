@@ -194,19 +194,15 @@ def recipe_changes(params: dict[str, Any]) -> list[str]:
     return changed
 
 
-def registered_version(client, run_id: str | None) -> dict[str, Any] | None:
-    """The version of the registered model that run ``run_id`` made, and whether it is the
-    champion (None when it registered none)."""
-    from .registry import CHAMPION, REGISTERED_MODEL
+def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
+    """The version of the registered model that the run with MLflow parent ``mlflow_run_id``
+    made, and whether it is the champion (None when it registered none)."""
+    from .registry import CHAMPION, REGISTERED_MODEL, run_version
 
-    if run_id is None:
-        return None
     try:
-        versions = client.search_model_versions(f"name='{REGISTERED_MODEL}'")
-        mine = [v for v in versions if v.tags.get("run_id") == run_id]
-        if not mine:
+        version = run_version(client, REGISTERED_MODEL, mlflow_run_id)
+        if version is None:
             return None
-        version = max(mine, key=lambda v: int(v.version))
         champion = client.get_model_version_by_alias(REGISTERED_MODEL, CHAMPION).version
     except Exception as exc:  # the registry is out of reach: the summary goes on without it
         log.warning("The summary names no registry version: %s", exc)
@@ -311,7 +307,7 @@ class RunSummaryHook:
             paths=paths,
             mlflow_run_id=self._mlflow_run_id,
             mlflow_url=url,
-            registered=registered_version(client, self._run_id)
+            registered=registered_version(client, self._mlflow_run_id)
             if client is not None and "onnx_model_mlflow" in outputs
             else None,
             recipe_changes=recipe_changes(run_identity.params or {}) if is_alphazero else None,

@@ -286,3 +286,17 @@ def test_random_legal_actions_are_legal_and_uniform():
     assert counts[0] == 0 and counts[2] == 0
     for c in (1, 3, 4, 5, 6):
         assert abs(counts[c] / 20000 - 0.2) < 0.015
+
+
+@pytest.mark.parametrize(
+    ("moves", "cells"),
+    [
+        ("1212121", {(2, 0), (3, 0), (4, 0), (5, 0)}),  # vertical
+        ("4455667", {(5, 3), (5, 4), (5, 5), (5, 6)}),  # horizontal, bottom row
+        ("12233434474", {(2, 3), (3, 2), (4, 1), (5, 0)}),  # diagonal
+        ("445566", set()),  # no four yet
+    ],
+)
+def test_four_cells_are_the_cells_of_the_four(moves, cells):
+    position, mask = bb.moves_to_bitboards(moves)
+    assert bb.four_cells(position ^ mask) == cells

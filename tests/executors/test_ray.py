@@ -171,7 +171,7 @@ def _crash_once_worker(marker: Path):
 
             table = self_play(
                 config,
-                self._evaluate_fn(weights_ref, self.backend),
+                self._evaluate_fn(weights_ref),
                 generation=generation,
                 shard_index=shard_index,
                 num_shards=num_shards,

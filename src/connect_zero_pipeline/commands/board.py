@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.bitboard import HEIGHT, WIDTH
+import numpy as np
+
+from ..core.bitboard import HEIGHT, WIDTH, bitboards_to_board, four_cells, moves_to_bitboards
 
 RESET, BOLD, UNDERLINE, REVERSE = "\033[0m", "\033[1m", "\033[4m", "\033[7m"
 COLOURS = {"X": "\033[31m", "O": "\033[33m"}  # the first player red, the second yellow
@@ -35,56 +37,28 @@ class Analysis:
     q: list[float | None] | None = None
     """The search's mean value per visited column."""
     solver: list[int | None] | None = None
-    """The perfect solver's score per column (None: full, or over the node budget)."""
-    solved: list[bool] | None = None
-    """Whether the solver's score of each column is known (a full column counts as known)."""
-
-
-def cells(moves: str) -> list[list[str]]:
-    """``[row][col]`` of ``"X"``, ``"O"`` or ``"."``, row 0 at the top, after ``moves``
-    (1-based column digits)."""
-    board = [["."] * WIDTH for _ in range(HEIGHT)]
-    heights = [0] * WIDTH
-    for ply, ch in enumerate(moves):
-        col = int(ch) - 1
-        board[HEIGHT - 1 - heights[col]][col] = "X" if ply % 2 == 0 else "O"
-        heights[col] += 1
-    return board
-
-
-def winning_four(moves: str) -> set[tuple[int, int]]:
-    """The ``(row, col)`` cells of the last mover's four in a row (empty if none)."""
-    board = cells(moves)
-    if not moves:
-        return set()
-    mark = "X" if len(moves) % 2 == 1 else "O"
-    found: set[tuple[int, int]] = set()
-    for r in range(HEIGHT):
-        for c in range(WIDTH):
-            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
-                line = [(r + k * dr, c + k * dc) for k in range(4)]
-                if all(0 <= rr < HEIGHT and 0 <= cc < WIDTH and board[rr][cc] == mark
-                       for rr, cc in line):  # fmt: skip
-                    found.update(line)
-    return found
+    """The perfect solver's score per column (None: a full column)."""
+    solved: bool = True
+    """Whether the solver finished within its node budget (else its scores are unknown)."""
 
 
 def grid(moves: str, colour: bool = False) -> str:
     """The board after ``moves``: X for the first player, O for the second, column numbers
     below. With ``colour``: the stones in colour, the last move underlined and the winning
     four in reverse video."""
-    board = cells(moves)
+    position, mask = moves_to_bitboards(moves)
+    board = bitboards_to_board(position, mask)  # +1: the side to move
+    first = 1 if len(moves) % 2 == 0 else -1  # the first player's sign on it
+    four = four_cells(position ^ mask)  # the last mover's four, if any
     last = None
     if moves:
         col = int(moves[-1]) - 1
-        row = next(r for r in range(HEIGHT) if board[r][col] != ".")
-        last = (row, col)
-    four = winning_four(moves)
+        last = (int(np.flatnonzero(board[:, col])[0]), col)  # the top stone of its column
     lines = []
     for r in range(HEIGHT):
         shown = []
         for c in range(WIDTH):
-            mark = board[r][c]
+            mark = "." if board[r, c] == 0 else "X" if board[r, c] == first else "O"
             if colour and mark != ".":
                 style = COLOURS[mark] + BOLD
                 if (r, c) in four:
@@ -126,9 +100,7 @@ def analysis(a: Analysis) -> str:
     if a.q is not None:
         lines.append(row("Q", ["" if q is None else f"{q:+.2f}" for q in a.q]))
     if a.solver is not None:
-        shown = []
-        for score, known in zip(a.solver, a.solved or [True] * WIDTH, strict=True):
-            shown.append("?" if not known else ("" if score is None else f"{score:+d}"))
+        shown = ["?" if not a.solved else "" if s is None else f"{s:+d}" for s in a.solver]
         lines.append(row("solver", shown))
     lines.append(f"The agent's view: {value_words(a.value)}.")
     return "\n".join(lines)

@@ -157,7 +157,7 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             return
         with self._solver_lock:
             scores, solved = _solver_scores(position, mask, self.solver_nodes)
-        body = json.dumps({"scores": scores, "solved": solved[0]}).encode()
+        body = json.dumps({"scores": scores, "solved": solved}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -292,18 +292,17 @@ class _Agent:
                         [int(n) for n in visits[0].tolist()], q)  # fmt: skip
 
 
-def _solver_scores(position: int, mask: int, max_nodes: int) -> tuple[list, list[bool]]:
+def _solver_scores(position: int, mask: int, max_nodes: int) -> tuple[list, bool]:
     """The perfect solver's score of each column (None for a full one), and whether it
     finished within ``max_nodes`` nodes."""
     import numpy as np
 
-    from ..core.solver import FULL_COLUMN, default_solver
+    from ..core.solver import FULL_COLUMN, analyze_batch
 
-    scores, ok, _ = default_solver().analyze_batch(
+    scores, ok, _ = analyze_batch(
         np.array([position], dtype=np.uint64), np.array([mask], dtype=np.uint64), max_nodes
     )
-    row = [None if int(v) == FULL_COLUMN else int(v) for v in scores[0]]
-    return row, [bool(ok[0])] * 7
+    return [None if int(v) == FULL_COLUMN else int(v) for v in scores[0]], bool(ok[0])
 
 
 def _describe_model(model) -> str:

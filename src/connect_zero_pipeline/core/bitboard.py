@@ -106,6 +106,20 @@ def play_move(position, mask, bottom):
     return position ^ mask, mask | (mask + bottom)
 
 
+def four_cells(stones: int) -> set[tuple[int, int]]:
+    """The ``(row, col)`` cells (row 0 at the top) of every four in a row in ``stones``, one
+    player's bitboard (:func:`four_in_a_row`'s rule, cell by cell). Unbatched."""
+    cells = set()
+    for s in _DIRECTIONS:
+        m = stones & (stones >> s)
+        starts = m & (m >> (2 * s))  # the lowest bit of each four
+        while starts:
+            bit = (starts & -starts).bit_length() - 1
+            starts &= starts - 1
+            cells.update((HEIGHT - 1 - b % H1, b // H1) for b in range(bit, bit + 4 * s, s))
+    return cells
+
+
 def legal_columns(mask: int) -> list[int]:
     """0-based columns whose top cell is empty. Unbatched."""
     return [c for c in range(WIDTH) if not mask & _TOP_COLS[c]]

@@ -79,15 +79,8 @@ def field_default(cls: type, name: str) -> Any:
 
 def defaults(cls: type) -> dict[str, Any]:
     """Every key of ``cls`` and its default, nested dataclasses as dotted keys
-    (``mcts.sims``): the recipe a parameter section spells."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        value = field_default(cls, f.name)
-        if dataclasses.is_dataclass(value):
-            out.update({f"{f.name}.{k}": v for k, v in values(value).items()})
-        elif value is not dataclasses.MISSING:
-            out[f.name] = value
-    return out
+    (``mcts.sims``): the recipe a parameter section spells (every field has a default)."""
+    return values(cls())
 
 
 def values(obj: Any) -> dict[str, Any]:

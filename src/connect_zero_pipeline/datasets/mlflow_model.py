@@ -93,9 +93,9 @@ class RunModelDataset(MlflowModelTrackingDataset):
 
     def _registered_version(self, client, run):
         """The version of the registered model that ``run`` registered, or None."""
-        name = self._save_args.get("registered_model_name")
-        found = client.search_model_versions(f"name = '{name}' AND run_id = '{run.info.run_id}'")
-        return max(found, key=lambda v: int(v.version)) if found else None
+        from ..registry import run_version
+
+        return run_version(client, self._save_args.get("registered_model_name"), run.info.run_id)
 
     def _exists(self) -> bool:
         """Saved means complete: logged in the active run and, when registered, its version

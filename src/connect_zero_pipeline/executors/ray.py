@@ -95,9 +95,9 @@ class _SelfPlayWorker:
         self.backend = backend
         self._model = None
         self._weights_id = None
-        self._evaluate_fns: dict = {}  # backend -> evaluate_fn of the current weights
+        self._evaluate = None  # the evaluate_fn of the current weights
 
-    def _evaluate_fn(self, weights_ref: list, backend: str):
+    def _evaluate_fn(self, weights_ref: list):
         """The ``evaluate_fn`` that :func:`~connect_zero_pipeline.core.selfplay.self_play` would build from the model."""
         import ray
 
@@ -106,14 +106,12 @@ class _SelfPlayWorker:
         ref = weights_ref[0]
         if self._weights_id != ref.hex():
             self._model, self._weights_id = from_dict(ray.get(ref), "self-play weights"), ref.hex()
-            self._evaluate_fns = {}
-        if backend not in self._evaluate_fns:
-            self._evaluate_fns[backend] = make_evaluate_fn(self._model, self.device, backend)
-        return self._evaluate_fns[backend]
+            self._evaluate = make_evaluate_fn(self._model, self.device, self.backend)
+        return self._evaluate
 
     def ready(self, weights_ref: list) -> dict:
         """Build the network now (warm-up); returns the actor's pid and device."""
-        self._evaluate_fn(weights_ref, self.backend)
+        self._evaluate_fn(weights_ref)
         return {"pid": os.getpid(), "device": str(self.device)}
 
     def play(
@@ -129,7 +127,7 @@ class _SelfPlayWorker:
 
         table = self_play(
             config,
-            self._evaluate_fn(weights_ref, self.backend),
+            self._evaluate_fn(weights_ref),
             device=self.device,
             generation=generation,
             shard_index=shard_index,

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from functools import partial, update_wrapper
 from typing import Any
 
-from ..params.schema import parse_section
+from ..params.schema import section_of
 
 _SESSION_PARAMS: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
     "session_params", default=None
@@ -46,13 +46,15 @@ def _conf_params() -> Mapping[str, Any]:
     return load_parameters(root / "conf", os.environ.get("KEDRO_ENV", "local"))
 
 
-def section(name: str) -> Any:
-    """:func:`~..params.schema.parse_section` of section ``name`` of the run's parameters."""
+def _built_from() -> Mapping[str, Any]:
+    """The parameters the pipelines are built from: the session's, else ``conf/``'s."""
     params = _SESSION_PARAMS.get()
-    node: Any = _conf_params() if params is None else params
-    for part in name.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return parse_section(name, node)
+    return _conf_params() if params is None else params
+
+
+def section(name: str) -> Any:
+    """The config of section ``name`` of the parameters the pipelines are built from."""
+    return section_of(_built_from(), name)
 
 
 STRUCTURAL = ("alphazero.num_generations", "train.buffer_gens", "reinforce.num_chunks")
@@ -60,14 +62,8 @@ STRUCTURAL = ("alphazero.num_generations", "train.buffer_gens", "reinforce.num_c
 
 
 def _shape(params: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key in STRUCTURAL:
-        section, name = key.rsplit(".", 1)
-        node: Any = params
-        for part in section.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
-        out[key] = getattr(parse_section(section, node), name)
-    return out
+    return {key: getattr(section_of(params, key.rsplit(".", 1)[0]), key.rsplit(".", 1)[1])
+            for key in STRUCTURAL}  # fmt: skip
 
 
 def check_shape(params: Mapping[str, Any]) -> None:
@@ -75,7 +71,7 @@ def check_shape(params: Mapping[str, Any]) -> None:
     from: a plain ``KedroSession`` (not :class:`~..session.ProjectSession`) builds them
     from ``conf/``, so ``runtime_params`` that change the DAG's shape would be ignored."""
     wanted = _shape(params)
-    built = _shape(_SESSION_PARAMS.get() or _conf_params())
+    built = _shape(_built_from())
     changed = [k for k in STRUCTURAL if wanted[k] != built[k]]
     if changed:
         raise ValueError(
