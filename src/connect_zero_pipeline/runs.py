@@ -104,9 +104,19 @@ def start_model(root: Path, ref: str) -> tuple[str, str]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-    from .naming import generation_name
+    from kedro.io import DataCatalog
 
-    described = ref
+    from .config_loader import chdir, project_config
+    from .naming import GENERATION, MODEL_PARTITION
+
+    with chdir(Path(root)):  # the catalog's relative paths are the project's
+        catalog = DataCatalog.from_config(project_config(Path(root), "catalog"))
+        partitions = list(catalog.load("model_files"))  # ids only: nothing is read
+    generations = {}  # (run id, generation) -> partition id
+    for pid in partitions:
+        m = MODEL_PARTITION.match(pid)
+        if m and m["kind"] == GENERATION:
+            generations[(m["v"], int(m["k"]))] = pid
     if ref.startswith("models:/"):
         from .registry import find_version, project_client
 
@@ -119,26 +129,20 @@ def start_model(root: Path, ref: str) -> tuple[str, str]:
         if not run_id or not str(generation or "").isdigit():
             raise ValueError(f"model.start_from={ref!r}: version {found.version} names no run "
                              "and generation (its tags run_id, generation)")  # fmt: skip
-        described = f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
-        generations = [int(generation)]
-    else:
-        run_id = ref
-        if run_id not in known_runs(root):
-            raise ValueError(f"model.start_from={ref!r}: no such run in this project; known runs: "
-                             f"{known_runs(root)[-5:]} (python -m connect_zero_pipeline runs)")  # fmt: skip
-        folder = Path(root) / "data" / "06_models"
-        generations = sorted(
-            int(p.parents[2].name.split("_")[1])
-            for p in folder.glob(f"gen_*/model.pt/{run_id}/model.pt")
+        key = (run_id, int(generation))
+        if key not in generations:
+            raise ValueError(f"model.start_from={ref!r}: run {run_id}'s generation {generation} "
+                             "model is not in this project's models folder")  # fmt: skip
+        return generations[key], (
+            f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
         )
-        if not generations:
-            raise ValueError(f"model.start_from={ref!r}: that run has no generation models")
-        described = f"run {run_id}, generation {generations[-1]}"
-    gen = generation_name(generations[-1])
-    file = Path(root) / "data" / "06_models" / gen / "model.pt" / run_id / "model.pt"
-    if not file.is_file():
-        raise ValueError(f"model.start_from={ref!r}: its model file {file} is not in this project")
-    return f"{gen}/model.pt/{run_id}/model", described
+    if ref not in known_runs(root):
+        raise ValueError(f"model.start_from={ref!r}: no such run in this project; known runs: "
+                         f"{known_runs(root)[-5:]} (python -m connect_zero_pipeline runs)")  # fmt: skip
+    mine = sorted(k for run, k in generations if run == ref)
+    if not mine:
+        raise ValueError(f"model.start_from={ref!r}: that run has no generation models")
+    return generations[(ref, mine[-1])], f"run {ref}, generation {mine[-1]}"
 
 
 def read_manifest(root: Path, run_id: str) -> dict[str, Any]:

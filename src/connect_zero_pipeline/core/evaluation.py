@@ -322,10 +322,10 @@ def evaluate_candidate(
     score, accepted = gate(vs_prev, config)
     metrics["gate.accepted"] = float(accepted)
     metrics["gate.score"] = score
+    agents = {"network": None} | {
+        f"mcts{n}": dataclasses.replace(config.mcts, sims=n) for n in config.benchmark.sims
+    }
     for name, labelled in public_sets.items():
-        agents = {"network": None} | {
-            f"mcts{n}": dataclasses.replace(config.mcts, sims=n) for n in config.benchmark.sims
-        }
         for agent, mcts in agents.items():
             scores = set_scores(labelled, network_fn, new_fn, mcts)
             for k in ("strict_acc", "weak_mistake_rate"):

@@ -345,6 +345,8 @@
     }
   }
 
+  const signed = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(2)}`;
+
   // A value in [-1, 1] in words that do not overstate it (commands/board.py's value_words).
   function valueWords(v) {
     const size = Math.abs(v);
@@ -352,10 +354,8 @@
       : size < 0.3 ? (v > 0 ? "slightly ahead" : "slightly behind")
       : size < 0.6 ? (v > 0 ? "ahead" : "behind")
       : (v > 0 ? "winning, it thinks" : "losing, it thinks");
-    return `${words} (${v >= 0 ? "+" : ""}${v.toFixed(2)})`;
+    return `${words} (${signed(v)})`;
   }
-
-  const signed = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(2)}`;
 
   // The analysis table: per column the policy, the search's visits and Q, the solver's score.
   function showTable(choice, solver) {
@@ -420,7 +420,7 @@
       info.textContent = `MCTS, ${choice.sims} simulations; visits ${parts.join("  ")}`;
     } else if (choice.scores) {
       const parts = choice.scores.map((s, c) =>
-        Number.isFinite(s) ? `${c + 1}: ${s >= 0 ? "+" : ""}${s.toFixed(2)}` : `${c + 1}: full`);
+        Number.isFinite(s) ? `${c + 1}: ${signed(s)}` : `${c + 1}: full`);
       info.textContent = `2-ply lookahead scores: ${parts.join("  ")}`;
     } else {
       info.textContent = "";
