@@ -147,6 +147,10 @@ class GenerationRunsHook:
         name = parent_run_name(run_params, list(self._pending), run_identity.params,
                                run_identity.run_id)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
+        extended = (run_identity.manifest or {}).get("extended")
+        if extended:  # trained further: how many generations each extension added
+            self._client.set_tag(self._parent, "extended", ", ".join(
+                f"{e['from']} -> {e['to']} generations" for e in extended))  # fmt: skip
         start = (run_identity.params.get("model") or {}).get("start_from")
         if start and run_identity.root is not None:  # where this run's generation 0 came from
             from .runs import start_model

@@ -156,10 +156,13 @@ def project_client(project: Path):
                                registry_uri=server.get("mlflow_registry_uri") or tracking)  # fmt: skip
 
 
-def run_version(client, name: str, mlflow_run_id: str):
+def run_version(client, name: str, mlflow_run_id: str, model_id: str | None = None):
     """The newest version of registered model ``name`` registered from MLflow run
-    ``mlflow_run_id`` (a run's parent), or None."""
+    ``mlflow_run_id`` (a run's parent; an extended run has one per export), or of its logged
+    model ``model_id`` only; None if there is none."""
     found = client.search_model_versions(f"name = '{name}' AND run_id = '{mlflow_run_id}'")
+    if model_id is not None:  # a version's model_id is not stored by every store: its source is
+        found = [v for v in found if v.model_id == model_id or v.source == f"models:/{model_id}"]
     return max(found, key=lambda v: int(v.version)) if found else None
 
 

@@ -26,6 +26,17 @@ the same MLflow parent run, which ends FINISHED. Before anything runs it
 checks that the id is known, that the pipelines and parameters are the run's
 own (a resumed run with other parameters would mix two recipes), and that
 ``--only-missing-outputs`` is given (without it, finished nodes would run again).
+
+**Training further (an extension).** The one parameter a resume may change is
+:data:`GROWABLE`, ``alphazero.num_generations``, and only upwards: ``make resume
+RUN=<id> PARAMS=alphazero.num_generations=40`` continues a 24-generation run to 40 in
+the same run (its id, its MLflow parent, one learning curve; the new generations
+are new children). Generations are written at the run's id as always. What comes
+after the generations, the run's *final outputs* (:func:`final_outputs`: the
+learning curves, ``latest_model``, the export), already exists at that id and is
+never overwritten: an extension writes them at a version of its own, the
+extension's session version, recorded in the manifest (``extended``) and read
+back by :func:`final_version`. A resumed extension uses the same version.
 """
 
 from __future__ import annotations
@@ -278,6 +289,50 @@ def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+GROWABLE = "alphazero.num_generations"
+"""The parameter a resume may raise: the run is extended by the new generations."""
+
+
+def final_version(manifest: dict[str, Any]) -> str:
+    """The version of a run's final outputs (:func:`final_outputs`): its id, or the version of
+    its latest extension."""
+    extended = manifest.get("extended") or []
+    return extended[-1]["version"] if extended else manifest["run_id"]
+
+
+def extension(recorded: dict[str, Any], current: dict[str, Any]) -> tuple[int, int] | None:
+    """``(from, to)`` generations when ``current`` raises the run's :data:`GROWABLE` (the
+    other parameters are compared by :func:`parameter_changes`), else None.
+
+    Raises:
+        ValueError: naming the values, when ``current`` lowers it.
+    """
+    before, now = flatten(recorded).get(GROWABLE), flatten(current).get(GROWABLE)
+    if before is None or now is None or before == now:
+        return None
+    if now < before:
+        raise ValueError(f"{GROWABLE}={now}: the run has {before} generations; a run can be "
+                         f"extended (a larger value), not shortened")  # fmt: skip
+    return before, now
+
+
+def final_outputs(pipeline) -> set[str]:
+    """The outputs made after a run's steps: those of the nodes outside every step namespace
+    that depend on a step's output (learning curves, ``latest_model``, the export). An
+    extended run makes them again, at its own version (:func:`final_version`)."""
+    from .naming import parse_step
+
+    after_steps: set[str] = set()
+    final: set[str] = set()
+    for node in pipeline.nodes:  # topologically sorted
+        if parse_step(node.namespace):
+            after_steps.update(node.outputs)
+        elif after_steps & set(node.inputs):
+            after_steps.update(node.outputs)
+            final.update(node.outputs)
+    return final
+
+
 def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key: recorded -> current`` for every parameter that differs (``resume`` excluded)."""
     a = flatten({k: v for k, v in recorded.items() if k != RESUME_KEY})
@@ -289,15 +344,18 @@ def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list
     ]
 
 
-def pin_outputs(pipeline, catalog, run_id: str) -> int:
-    """Load (and save) every versioned output of ``pipeline`` at version ``run_id``; returns how many."""
+def pin_outputs(pipeline, catalog, run_id: str, final: str | None = None) -> int:
+    """Load (and save) every versioned output of ``pipeline`` at version ``run_id``, and its
+    :func:`final_outputs` at version ``final`` (default ``run_id``); returns how many."""
     from kedro.io.core import AbstractVersionedDataset, Version
 
+    last = final_outputs(pipeline)
     pinned = 0
     for name in sorted(pipeline.all_outputs()):
         dataset = catalog.get(name)
         if isinstance(dataset, AbstractVersionedDataset) and dataset._version is not None:
-            dataset._version = Version(load=run_id, save=run_id)
+            version = (final or run_id) if name in last else run_id
+            dataset._version = Version(load=version, save=version)
             pinned += 1
     return pinned
 
@@ -314,6 +372,8 @@ class RunIdentityHook:
         self.env: str | None = None
         self.resumed: dict[str, Any] | None = None
         self.run_id: str | None = None
+        self.final_version: str | None = None  # of the final outputs (final_version())
+        self.extension: tuple[int, int] | None = None
         self.manifest: dict[str, Any] | None = None
 
     def check(self, context, params: dict[str, Any]) -> None:
@@ -332,7 +392,10 @@ class RunIdentityHook:
                 f"resume={resume!r}: that run is still running (pid {manifest.get('pid')} on "
                 f"{manifest.get('host')}); wait for it or stop it first"
             )
-        changes = parameter_changes(manifest.get("params") or {}, self.params)
+        recorded = manifest.get("params") or {}
+        self.extension = extension(recorded, self.params)
+        changes = [c for c in parameter_changes(recorded, self.params)
+                   if self.extension is None or not c.startswith(f"{GROWABLE}:")]  # fmt: skip
         if changes:
             raise ValueError(
                 f"resume={resume!r}: the parameters differ from that run's, so it cannot be "
@@ -366,6 +429,18 @@ class RunIdentityHook:
             self._point_mlflow_at(self.resumed.get("mlflow_run_id"))
         else:
             run_id = run_params["run_id"]
+        extended = list((self.resumed or {}).get("extended") or [])
+        if self.extension is not None:
+            from .naming import GENERATION, parse_step
+
+            if not any((parse_step(n.namespace) or ("",))[0] == GENERATION for n in pipeline.nodes):
+                raise RunRefused(f"{GROWABLE}: run {run_id} ran pipelines {names}, which have "
+                                 "no generations to extend")  # fmt: skip
+            extended.append({"from": self.extension[0], "to": self.extension[1],
+                             "version": run_params["run_id"],
+                             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})  # fmt: skip
+            log.info("Run %s: extended from %d to %d generations; its final outputs are "
+                     "written at version %s", run_id, *self.extension, run_params["run_id"])  # fmt: skip
         started = (self.resumed or {}).get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.manifest = {
             "run_id": run_id,
@@ -377,6 +452,7 @@ class RunIdentityHook:
             "resumed": [*((self.resumed or {}).get("resumed") or []), run_params["run_id"]]
             if self.resumed
             else [],
+            "extended": extended,
             "mlflow_run_id": (self.resumed or {}).get("mlflow_run_id"),
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -387,7 +463,8 @@ class RunIdentityHook:
         else:
             run_id = claim_manifest(self.root, self.manifest)
         self.run_id = run_id
-        pinned = pin_outputs(pipeline, catalog, run_id)
+        self.final_version = final_version(self.manifest)
+        pinned = pin_outputs(pipeline, catalog, run_id, self.final_version)
         log.info("Run %s: %d versioned outputs read and written at this version", run_id, pinned)
 
     @staticmethod

@@ -83,6 +83,7 @@ def render(
     registered: dict[str, Any] | None = None,
     recipe_changes: list[str] | None = None,
     ratings: list[str] | None = None,
+    extended: list[dict[str, Any]] | None = None,
 ) -> str:
     """The summary as Markdown (it reads as plain text in a terminal).
 
@@ -99,10 +100,15 @@ def render(
         recipe_changes: the recipe keys this run changed from the default (None: not an
             AlphaZero run), to say whether :data:`REFERENCE` applies.
         ratings: a ladder's ratings table (:func:`~.core.ratings.ratings_table`), if any.
+        extended: the run's extensions (its manifest's ``extended``: ``from``, ``to``,
+            ``version``), if it was trained further.
     """
     lines = [f"## Run summary: {pipeline}", ""]
     if run_id:
         lines.append(f"- run id: `{run_id}` (every output of this run has this version)")
+    for step in extended or []:
+        lines.append(f"- extended from {step['from']} to {step['to']} generations (its final "
+                     f"files have version `{step['version']}`)")  # fmt: skip
     lines.append(f"- wall time: {_duration(wall_seconds)}")
     if mlflow_run_id:
         where = f" ({mlflow_url}, after `make mlflow`)" if mlflow_url else ""
@@ -266,6 +272,7 @@ class RunSummaryHook:
         self._start = time.perf_counter()
         self._run_id: str | None = None
         self._mlflow_run_id: str | None = None
+        self._extended: list[dict[str, Any]] | None = None
 
     @hook_impl(trylast=True)  # after kedro-mlflow opened its run and the run id is known
     def before_pipeline_run(self) -> None:
@@ -275,6 +282,7 @@ class RunSummaryHook:
 
         self._start = time.perf_counter()
         self._run_id = run_identity.run_id
+        self._extended = (run_identity.manifest or {}).get("extended")
         active = mlflow.active_run()
         self._mlflow_run_id = active.info.run_id if active else None
 
@@ -312,6 +320,7 @@ class RunSummaryHook:
             else None,
             recipe_changes=recipe_changes(run_identity.params or {}) if is_alphazero else None,
             ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
+            extended=self._extended,
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)
         if client is not None:

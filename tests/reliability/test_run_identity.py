@@ -120,16 +120,26 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     assert "resume='2020-01-01T00.00.00.000Z': no such run" in unknown.stdout + unknown.stderr
     assert files_under(project / "data") == before
     assert not (project / "mlflow.db").exists()
-    # A run id with other parameters (a changed structure) is refused too.
+    # A run id with other parameters is refused too: fewer generations (a run can be
+    # extended, not shortened), or any other key changed.
     run_id = "2026-01-01T00.00.00.000Z"
     manifest = {"run_id": run_id, "pipelines": ["__default__"], "env": None, "status": "running"}
-    manifest["params"] = {"alphazero": {"num_generations": 2}}
-    (project / "data" / "runs").mkdir(parents=True, exist_ok=True)
-    (project / "data" / "runs" / f"{run_id}.json").write_text(json.dumps(manifest))
-    changed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
-    assert changed.returncode != 0
     now = AlphaZeroConfig().num_generations  # conf/base's value (tests/test_conf.py)
-    assert now != 2 and f"alphazero.num_generations: 2 -> {now}" in changed.stdout + changed.stderr
+    (project / "data" / "runs").mkdir(parents=True, exist_ok=True)
+    for recorded, message in [
+        ({"alphazero": {"num_generations": now + 6}}, f"alphazero.num_generations={now}: the "
+         f"run has {now + 6} generations; a run can be extended (a larger value), not shortened"),
+        ({"alphazero": {"num_generations": now}, "baselines": {"num_games": 7}},
+         "baselines.num_games: 7 -> "),
+    ]:  # fmt: skip
+        manifest["params"] = recorded
+        (project / "data" / "runs" / f"{run_id}.json").write_text(json.dumps(manifest))
+        changed = kedro_cli(
+            project, "run", "--only-missing-outputs", "--params", f"resume={run_id}"
+        )
+        assert changed.returncode != 0
+        assert message in changed.stdout + changed.stderr, changed.stderr[-2000:]
+    assert files_under(project / "data") == before | {f"runs/{run_id}.json"}
     assert not (project / "mlflow.db").exists()
 
 
@@ -265,3 +275,65 @@ def test_a_run_id_starts_from_that_run_s_last_generation(finished_run):
     )
     with pytest.raises(ValueError, match=r"models:/connect-zero@best.*no version or alias 'best'"):
         start_model(project, "models:/connect-zero@best")
+
+
+def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished_run, tmp_path):
+    """Train further in the same run: the same id and MLflow parent, one learning curve, the
+    new generation a new child; the run's first final outputs are kept, the extension's are
+    a version of their own, and the extension registers its own model version."""
+    source, run_id = finished_run
+    project = copy_project(source, tmp_path / "project")
+    client = mlflow_client(project)
+    first = read_manifest(project, run_id)
+    first_model = _run_file(project, "data/06_models/latest_model.pt", run_id)
+    first_digest = model_digest(first_model)
+    registered = len(client.search_model_versions("name = 'connect-zero'"))
+    longer = cli_params({**FINISHED_RUN, "alphazero.num_generations": 3})
+    res = kedro_cli(
+        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}"
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+    manifest = read_manifest(project, run_id)
+    assert known_runs(project) == [run_id] and manifest["status"] == "finished"
+    assert manifest["params"]["alphazero"]["num_generations"] == 3
+    (step,) = manifest["extended"]
+    assert (step["from"], step["to"]) == (2, 3) and step["version"] > run_id
+    # Generations at the run's id: the old ones untouched, the new one added.
+    for k in range(3):
+        assert versions(project, f"data/06_models/gen_{k:03d}/model.pt") == [run_id], k
+    new = _run_file(project, "data/06_models/gen_003/model.pt", run_id)
+    assert versions(project, "data/06_models/gen_003/model.pt") == [run_id]
+    # Final outputs: the first kept as they were, the extension's at its version.
+    assert model_digest(first_model) == first_digest
+    assert versions(project, "data/06_models/latest_model.pt") == [run_id, step["version"]]
+    extended = _run_file(project, "data/06_models/latest_model.pt", step["version"])
+    assert model_digest(extended) == model_digest(new)
+    assert _run_file(project, "data/06_models/onnx_model.onnx", step["version"]).is_file()
+    assert _run_file(project, "data/08_reporting/learning_curves.png", step["version"]).is_file()
+    assert "extended from 2 to 3 generations" in res.stdout
+
+    # One MLflow parent, its learning curve now 3 generations long, gen_003 a new child.
+    runs = _runs(project)
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert parent.info.run_id == first["mlflow_run_id"] == manifest["mlflow_run_id"]
+    assert parent.info.status == "FINISHED" and parent.data.tags["extended"] == "2 -> 3 generations"
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(c.info.run_name for c in children) == [f"gen_{k:03d}" for k in range(4)]
+    curve = client.get_metric_history(parent.info.run_id, "solver.acc")
+    assert sorted(m.step for m in curve) == [1, 2, 3]
+    # The extension's export is a new registered version: the run's generation 3.
+    versions_now = client.search_model_versions("name = 'connect-zero'")
+    assert len(versions_now) == registered + 1
+    newest = max(versions_now, key=lambda v: int(v.version))
+    assert (newest.tags["run_id"], newest.tags["generation"]) == (run_id, "3")
+
+    # Run again with the same parameters: a finished extension has nothing left to do.
+    before = files_under(project / "data")
+    again = kedro_cli(
+        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}"
+    )
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert files_under(project / "data") - before <= {f"runs/{run_id}.json"}
+    assert read_manifest(project, run_id)["extended"] == [step]
+    assert len(client.search_model_versions("name = 'connect-zero'")) == registered + 1

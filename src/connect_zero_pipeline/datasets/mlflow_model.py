@@ -6,7 +6,10 @@ so ``--only-missing-outputs`` took it for missing and ran the export again:
 a resumed, finished run re-exported and re-registered its model. This
 subclass answers ``exists()`` from the run itself: the model is there when the
 active run (the resumed run's own parent) already has a logged model of that
-name.
+name made from this run's final outputs (tag :data:`FILES_TAG`: the version of
+the ONNX file it was logged from). A run extended to more generations exports
+again at a version of its own (:mod:`..runs`), so its parent run holds one
+logged model, and the registry one version, per export.
 
 Each save also registers a described version (:mod:`..registry`): the ONNX
 signature, a description, tags and the ``champion`` alias. Its pip requirements
@@ -28,6 +31,16 @@ def model_requirements() -> list[str]:
     from mlflow.onnx import get_default_pip_requirements
 
     return [*get_default_pip_requirements(), f"numpy=={version('numpy')}"]
+
+
+FILES_TAG = "files_version"
+"""The logged model's tag naming the version of the run's files it was logged from."""
+
+
+def _files_version() -> str | None:
+    from ..runs import run_identity
+
+    return run_identity.final_version
 
 
 class RunModelDataset(MlflowModelTrackingDataset):
@@ -56,6 +69,8 @@ class RunModelDataset(MlflowModelTrackingDataset):
         if logged is None:
             args = self._save_args
             self._save_args = {k: v for k, v in args.items() if k != "registered_model_name"}
+            if _files_version():
+                self._save_args["tags"] = {**args.get("tags", {}), FILES_TAG: _files_version()}
             try:
                 super()._save(model)
             finally:
@@ -64,7 +79,7 @@ class RunModelDataset(MlflowModelTrackingDataset):
             return
         model_uri = self.model_info.model_uri if logged is None else f"models:/{logged.model_id}"
         client = mlflow.MlflowClient()
-        version = self._registered_version(client, run)
+        version = self._registered_version(client, run, logged)
         if version is None:
             version = mlflow.register_model(model_uri, name)
         from ..core.export import onnx_info
@@ -84,18 +99,22 @@ class RunModelDataset(MlflowModelTrackingDataset):
         name = (self._save_args or {}).get("name")
         if run is None or not name:
             return None
+        where = f"source_run_id = '{run.info.run_id}' AND name = '{name}'"
+        if _files_version():
+            where += f" AND tags.{FILES_TAG} = '{_files_version()}'"
         found = mlflow.search_logged_models(
-            experiment_ids=[run.info.experiment_id],
-            filter_string=f"source_run_id = '{run.info.run_id}' AND name = '{name}'",
-            output_format="list",
+            experiment_ids=[run.info.experiment_id], filter_string=where, output_format="list"
         )
         return found[0] if found else None
 
-    def _registered_version(self, client, run):
-        """The version of the registered model that ``run`` registered, or None."""
+    def _registered_version(self, client, run, logged):
+        """The version of the registered model that ``run`` registered from its logged model
+        ``logged`` (None: this save's new one), or None."""
         from ..registry import run_version
 
-        return run_version(client, self._save_args.get("registered_model_name"), run.info.run_id)
+        model_id = logged.model_id if logged is not None else self.model_info.model_id
+        return run_version(client, self._save_args.get("registered_model_name"),
+                           run.info.run_id, model_id)  # fmt: skip
 
     def _exists(self) -> bool:
         """Saved means complete: logged in the active run and, when registered, its version
@@ -105,5 +124,5 @@ class RunModelDataset(MlflowModelTrackingDataset):
             return False
         if not self._save_args.get("registered_model_name"):
             return True
-        version = self._registered_version(mlflow.MlflowClient(), run)
+        version = self._registered_version(mlflow.MlflowClient(), run, self._logged_model(run))
         return version is not None and bool(version.description)
