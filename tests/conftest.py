@@ -208,6 +208,7 @@ TINY_CLI = {
     "selfplay.moves_per_gen": 48,
     "selfplay.node.workers": 1,
     "train.batch_size": 16,
+    "train.samples_per_position": 0.5,  # a generation trains ~30 steps
     "evaluate.mcts.sims": 2,
     "evaluate.previous.num_games": 2,
     "evaluate.previous.mcts.sims": 2,

@@ -254,17 +254,20 @@ class RunStartHook:
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
-        from .params.schema import validate_params
+        from .params.schema import parse_section, validate_params
         from .pipelines.structure import check_shape
-        from .runs import start_model
+        from .runs import start_games, start_model
         from .tracking import prepare_store
 
         params = dict(context.config_loader["parameters"])
         try:
             validate_params(params)  # an unknown key or a bad value stops the run here
-            start = (params.get("model") or {}).get("start_from")
-            if start:  # the model to start from exists, before anything is written
-                start_model(Path(context.project_path), start)
+            model = params.get("model") or {}
+            if model.get("start_from"):  # the model (and games) to start from exist
+                start_model(Path(context.project_path), model["start_from"])
+                if model.get("start_window"):
+                    size = parse_section("train", params.get("train") or {}).buffer_gens - 1
+                    start_games(Path(context.project_path), model["start_from"], size)
             check_shape(params)  # the pipelines are built from these very parameters
             run_identity.check(context, params)  # an unknown run, other parameters: no resume
         except RunRefused:

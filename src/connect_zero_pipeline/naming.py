@@ -97,3 +97,9 @@ MODEL_PARTITION = re.compile(
 """A model's partition id in the ``model_files`` view of the models folder:
 ``gen_008/model.pt/<version>/model`` or ``reinforce/rf_008/model.pt/<version>/model``
 (groups ``name``, ``kind``, ``k``, ``v``; an AlphaZero model's version is its run id)."""
+
+GAMES_PARTITION = re.compile(
+    rf"^(?P<name>{GENERATION}_(?P<k>\d{{3,}}))/games\.parquet/(?P<v>[^/]+)/games$"
+)
+"""A generation's games in the ``games_files`` view of the self-play folder:
+``gen_008/games.parquet/<version>/games`` (groups ``name``, ``k``, ``v``: the run id)."""

@@ -103,6 +103,30 @@ def alphazero_runs(root: Path) -> list[str]:
     return out
 
 
+def _partitions(root: Path, view: str) -> list[str]:
+    """The partition ids of catalog view ``view`` (``model_files``, ``games_files``) of the
+    project at ``root``; nothing is read."""
+    from kedro.io import DataCatalog
+
+    from .config_loader import chdir, project_config
+
+    with chdir(Path(root)):  # the catalog's relative paths are the project's
+        catalog = DataCatalog.from_config(project_config(Path(root), "catalog"))
+        return list(catalog.load(view))
+
+
+def _generation_models(root: Path) -> dict[tuple[str, int], str]:
+    """``(run id, generation) -> partition id`` of every generation model in ``model_files``."""
+    from .naming import GENERATION, MODEL_PARTITION
+
+    out = {}
+    for pid in _partitions(root, "model_files"):
+        m = MODEL_PARTITION.match(pid)
+        if m and m["kind"] == GENERATION:
+            out[(m["v"], int(m["k"]))] = pid
+    return out
+
+
 def start_model(root: Path, ref: str) -> tuple[str, str]:
     """The trained model a run starts from (``model.start_from``): the partition id of its
     file in the ``model_files`` view of the models folder, and what it is, in words.
@@ -115,19 +139,18 @@ def start_model(root: Path, ref: str) -> tuple[str, str]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-    from kedro.io import DataCatalog
+    run_id, generation, described = start_point(root, ref)
+    return _generation_models(root)[(run_id, generation)], described
 
-    from .config_loader import chdir, project_config
-    from .naming import GENERATION, MODEL_PARTITION
 
-    with chdir(Path(root)):  # the catalog's relative paths are the project's
-        catalog = DataCatalog.from_config(project_config(Path(root), "catalog"))
-        partitions = list(catalog.load("model_files"))  # ids only: nothing is read
-    generations = {}  # (run id, generation) -> partition id
-    for pid in partitions:
-        m = MODEL_PARTITION.match(pid)
-        if m and m["kind"] == GENERATION:
-            generations[(m["v"], int(m["k"]))] = pid
+def start_point(root: Path, ref: str) -> tuple[str, int, str]:
+    """``(run id, generation, what it is in words)`` of ``model.start_from`` ``ref``, whose
+    model file is in this project (:func:`start_model`).
+
+    Raises:
+        ValueError: as :func:`start_model`.
+    """
+    generations = _generation_models(root)
     if ref.startswith("models:/"):
         from .registry import find_version, project_client
 
@@ -144,8 +167,9 @@ def start_model(root: Path, ref: str) -> tuple[str, str]:
         if key not in generations:
             raise ValueError(f"model.start_from={ref!r}: run {run_id}'s generation {generation} "
                              "model is not in this project's models folder")  # fmt: skip
-        return generations[key], (
-            f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
+        return (
+            *key,
+            f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})",
         )
     if ref not in known_runs(root):
         raise ValueError(f"model.start_from={ref!r}: no such run in this project; known runs: "
@@ -153,7 +177,33 @@ def start_model(root: Path, ref: str) -> tuple[str, str]:
     mine = sorted(k for run, k in generations if run == ref)
     if not mine:
         raise ValueError(f"model.start_from={ref!r}: that run has no generation models")
-    return generations[(ref, mine[-1])], f"run {ref}, generation {mine[-1]}"
+    return ref, mine[-1], f"run {ref}, generation {mine[-1]}"
+
+
+def start_games(root: Path, ref: str, size: int) -> list[tuple[int, str]]:
+    """The replay window a run started from ``ref`` takes over (``model.start_window``):
+    ``(generation, partition id)`` in the ``games_files`` view of the games of the source
+    run's last ``size`` generations up to its start generation (fewer when it has fewer),
+    oldest first.
+
+    Raises:
+        ValueError: naming ``ref`` and the generation, for games not in this project.
+    """
+    from .naming import GAMES_PARTITION
+
+    run_id, generation, _ = start_point(root, ref)
+    games = {}
+    for pid in _partitions(root, "games_files"):
+        m = GAMES_PARTITION.match(pid)
+        if m and m["v"] == run_id:
+            games[int(m["k"])] = pid
+    wanted = range(max(1, generation - size + 1), generation + 1)
+    missing = [k for k in wanted if k not in games]
+    if missing:
+        raise ValueError(f"model.start_from={ref!r} with model.start_window=true: run {run_id} "
+                         f"has no games of generation(s) {missing} in this project's self-play "
+                         "folder")  # fmt: skip
+    return [(k, games[k]) for k in wanted]
 
 
 def read_manifest(root: Path, run_id: str) -> dict[str, Any]:

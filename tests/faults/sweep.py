@@ -35,16 +35,13 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import TINY_CLI, cli_params
 from tests.faults.sitecustomize import file_sha
 
 REPO = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).resolve().parent
 KEDRO = str(Path(sys.executable).with_name("kedro"))
-PARAMS = (
-    "selfplay.num_games=8,selfplay.mcts.sims=2,selfplay.moves_per_gen=48,selfplay.node.workers=1,"
-    "train.batch_size=16,evaluate.mcts.sims=2,evaluate.previous.num_games=2,"
-    "evaluate.previous.mcts.sims=2,alphazero.num_generations=1"
-)
+PARAMS = cli_params({**TINY_CLI, "alphazero.num_generations": 1})
 _TIMING = re.compile(r"seconds|per_s$")
 _RUN_ID = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z")
 

@@ -11,6 +11,7 @@ import os
 import signal
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from connect_zero_pipeline.commands.runs import runs_table
@@ -79,6 +80,8 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     _assert_own_lineage(project, run_id, 2)
+    start = _run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet", run_id)
+    assert pd.read_parquet(start).empty  # started from scratch: generation 0 has no games
     # Finished work was skipped: one version of gen_001 and gen_002's games for this run.
     assert versions(project, "data/06_models/gen_001/model.pt") == sorted([earlier_id, run_id])
     assert versions(project, "data/05_model_input/selfplay/gen_002/games.parquet") == sorted(
@@ -235,11 +238,24 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     source, earlier_id = finished_run
     project = copy_project(source, tmp_path / "project")
     final = _run_file(project, "data/06_models/gen_002/model.pt", earlier_id)
-    start = {**FINISHED_RUN, "alphazero.num_generations": 1,
+    start = {**FINISHED_RUN, "alphazero.num_generations": 1, "model.start_window": "true",
              "model.start_from": "models:/connect-zero@champion"}  # fmt: skip
     res = kedro_cli(project, "run", "--params", cli_params(start))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     (run_id,) = set(known_runs(project)) - {earlier_id}
+    # With its replay window: generation 0's games are the source's generations 1 and 2
+    # (buffer_gens 4 would take 3; it has 2), numbered -1 and 0, and generation 1 trains on them.
+    taken = pd.read_parquet(_run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet",
+                                      run_id))  # fmt: skip
+    source = [pd.read_parquet(_run_file(project, f"data/05_model_input/selfplay/gen_00{k}/"
+                                        "games.parquet", earlier_id)) for k in (1, 2)]  # fmt: skip
+    assert taken.drop(columns="generation").equals(
+        pd.concat(source, ignore_index=True).drop(columns="generation")
+    )
+    assert sorted(taken["generation"].unique()) == [-1, 0]
+    metrics = json.loads(_run_file(project, "data/08_reporting/gen_001/train_metrics.json",
+                                   run_id).read_text())  # fmt: skip
+    assert metrics["window_generations"] == 3
     gen0 = torch.load(_run_file(project, "data/06_models/gen_000/model.pt", run_id),
                       weights_only=True)  # fmt: skip
     weights = torch.load(final, weights_only=True)
@@ -258,11 +274,13 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     assert set(known_runs(project)) == before
 
 
-def test_reinforce_refuses_a_start_from():
+def test_reinforce_refuses_a_start_from_and_a_window_needs_a_start():
     from connect_zero_pipeline.params.schema import parse_section
 
     with pytest.raises(ValueError, match=r"reinforce\.model\.start_from must be null"):
         parse_section("reinforce", {"model": {"start_from": "models:/connect-zero@champion"}})
+    with pytest.raises(ValueError, match=r"model\.start_window must be false unless start_from"):
+        parse_section("model", {"start_window": True})
 
 
 def test_a_run_id_starts_from_that_run_s_last_generation(finished_run):
@@ -275,6 +293,21 @@ def test_a_run_id_starts_from_that_run_s_last_generation(finished_run):
     )
     with pytest.raises(ValueError, match=r"models:/connect-zero@best.*no version or alias 'best'"):
         start_model(project, "models:/connect-zero@best")
+
+
+def test_a_start_window_is_the_source_s_last_generations_and_must_be_there(finished_run, tmp_path):
+    import shutil
+
+    from connect_zero_pipeline.runs import start_games
+
+    source, run_id = finished_run
+    games = [(k, f"gen_00{k}/games.parquet/{run_id}/games") for k in (1, 2)]
+    assert start_games(source, run_id, 3) == games  # the run has 2 generations
+    assert start_games(source, "models:/connect-zero/1", 1) == games[1:]
+    project = copy_project(source, tmp_path / "project")
+    shutil.rmtree(project / "data/05_model_input/selfplay/gen_001")
+    with pytest.raises(ValueError, match=rf"run {run_id} has no games of generation\(s\) \[1\]"):
+        start_games(project, run_id, 3)
 
 
 def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished_run, tmp_path):

@@ -312,11 +312,18 @@ class ModelSpec:
     """Start from a trained network instead of fresh weights: a registered version
     (``models:/connect-zero@champion``, ``models:/connect-zero/3``) or a run id (its last
     generation's model). Its own architecture is used; ``preset``/``arch`` are then ignored."""
+    start_window: bool = False
+    """With ``start_from``: take over the source run's replay window too, the games of its
+    last ``train.buffer_gens - 1`` generations up to the start, so the first generations
+    train on a full window (they are generation 0's games)."""
 
     def __post_init__(self):
         check(self.start_from is None or (isinstance(self.start_from, str) and self.start_from),
               "start_from", self.start_from, "null, models:/<name>@<alias>, models:/<name>/<n> "
               "or a run id")  # fmt: skip
+        check(isinstance(self.start_window, bool), "start_window", self.start_window, "a boolean")
+        check(not self.start_window or self.start_from is not None, "start_window",
+              self.start_window, "false unless start_from names the run to take it from")  # fmt: skip
         if (self.arch is None) == (self.preset is None):
             raise ValueError(
                 "exactly one of 'preset' and 'arch' must be set (set the other to null), got "

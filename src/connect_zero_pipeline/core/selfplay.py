@@ -269,7 +269,7 @@ def self_play(
         evaluate_fn = make_evaluate_fn(model, device, backend)
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
-        return _empty_table()
+        return empty_games_table()
     with torch_threads(num_threads):
         return _play(cfg, evaluate_fn, slots, generation, device, progress)
 
@@ -413,13 +413,14 @@ def _to_table(rec, z, complete, b_slot, generation: int, stride: int) -> pd.Data
     return pd.DataFrame({k: np.asarray(v).astype(COLUMNS[k]) for k, v in cols.items()})
 
 
-def _empty_table() -> pd.DataFrame:
+def empty_games_table() -> pd.DataFrame:
+    """A games table with no rows (the self-play schema, :data:`COLUMNS`)."""
     return pd.DataFrame({k: np.empty(0, dtype=v) for k, v in COLUMNS.items()})
 
 
 def merge_shards(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate shard tables into the generation's table, sorted by ``(game, ply)``."""
     if not tables:
-        return _empty_table()
+        return empty_games_table()
     out = pd.concat(list(tables), ignore_index=True)
     return out.sort_values(["game", "ply"], kind="stable", ignore_index=True)

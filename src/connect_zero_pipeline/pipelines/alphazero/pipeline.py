@@ -5,6 +5,7 @@ the namespace ``gen_{k:03d}``:
 
 - ``gen_k.self_play``: ``gen_{k-1}.model`` -> ``gen_k.games``, ``gen_k.selfplay_metrics``
 - ``gen_k.train``: ``gen_{k-1}.model`` + ``gen_{k-B+1..k}.games`` -> ``gen_k.candidate``, ``gen_k.train_metrics``
+  (``gen_000.games``, a start run's replay window or nothing, in the first ``B - 1`` windows)
 - ``gen_k.evaluate``: ``gen_k.candidate``, ``gen_{k-1}.model``, ``pons_positions``,
   ``public_sets_labelled`` -> ``gen_k.model`` (the candidate, or the previous model when gating rejects it),
   ``gen_k.eval_metrics``
@@ -24,7 +25,7 @@ from kedro.pipeline import Node, Pipeline
 from ...naming import generation_name
 from ..evaluate.nodes import evaluate_generation, label_public_sets
 from ..export.pipeline import create_pipeline as create_export
-from ..selfplay.nodes import generate_games, init_model
+from ..selfplay.nodes import generate_games, init_model, start_games
 from ..structure import bind
 from ..train.nodes import train_generation
 from .report import plot_learning_curves
@@ -39,7 +40,7 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
     of the replay window and the solver set are mapped in.
     """
     gen, prev = generation_name(k), generation_name(k - 1)
-    earlier = range(max(1, k - buffer_gens + 1), k)  # window generations before this one
+    earlier = range(max(0, k - buffer_gens + 1), k)  # window generations before this one
     window = [f"window_{j}" for j in earlier] + ["games"]
     template = Pipeline(
         [
@@ -86,7 +87,8 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int) -> Pipel
 
 
 def init_pipeline() -> Pipeline:
-    """``gen_000.init_model``: the initial network, ``gen_000.model``; and the public sets
+    """``gen_000.init_model``: the initial network, ``gen_000.model``; ``gen_000.start_games``:
+    generation 0's games (a start run's replay window, or none); and the public sets
     labelled once for every generation's evaluation."""
     template = Pipeline(
         [
@@ -96,7 +98,14 @@ def init_pipeline() -> Pipeline:
                 outputs="model",
                 name="init_model",
                 tags=["selfplay", "init"],
-            )
+            ),
+            Node(
+                start_games,
+                inputs=["params:model", "params:train", "games_files"],
+                outputs="games",
+                name="start_games",
+                tags=["selfplay", "init"],
+            ),
         ]
     )
     labels = Node(
@@ -106,8 +115,9 @@ def init_pipeline() -> Pipeline:
         name="label_public_sets",
         tags=["evaluate", "init"],
     )
-    init = Pipeline(template, namespace=generation_name(0), parameters={"params:model"},
-                    inputs={"model_files"})  # fmt: skip
+    init = Pipeline(template, namespace=generation_name(0),
+                    parameters={"params:model", "params:train"},
+                    inputs={"model_files", "games_files"})  # fmt: skip
     return init + Pipeline([labels])
 
 

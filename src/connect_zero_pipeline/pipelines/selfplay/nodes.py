@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ...core.models import build_model, count_parameters
+from ...core.selfplay import COLUMNS, empty_games_table
 from ...executors import play_generation
 from ...params.schema import parse_section
 
@@ -39,6 +40,29 @@ def init_model(params: dict, model_files: Mapping[str, Callable[[], Any]]) -> nn
     model.meta = {"generation": 0}
     log.info("Initialised %s with %d parameters", model.config, count_parameters(model))
     return model
+
+
+def start_games(
+    params: dict, train: dict, games_files: Mapping[str, Callable[[], Any]]
+) -> pd.DataFrame:
+    """Generation 0's games: with ``model.start_window``, the replay window of the run that
+    ``model.start_from`` names (the games of its last ``train.buffer_gens - 1`` generations
+    up to the start, from ``games_files``, the self-play folder), their ``generation``
+    renumbered so that the start's is 0 (then -1, -2, ...); else an empty table."""
+    spec = parse_section("model", params)
+    size = parse_section("train", train).buffer_gens - 1
+    if not spec.start_window or size == 0:
+        return empty_games_table()
+    from ...project import in_project
+    from ...runs import start_games as window
+
+    chosen = window(in_project("."), spec.start_from, size)
+    last = chosen[-1][0]
+    tables = [games_files[pid]().assign(generation=k - last) for k, pid in chosen]
+    games = pd.concat(tables, ignore_index=True).astype({"generation": COLUMNS["generation"]})
+    log.info("Generation 0's games: generations %d-%d of %s, %d positions",
+             chosen[0][0], last, spec.start_from, len(games))  # fmt: skip
+    return games
 
 
 def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.DataFrame, dict]:

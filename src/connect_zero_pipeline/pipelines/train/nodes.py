@@ -21,12 +21,17 @@ def train_generation(
     """Train generation ``generation`` of ``num_generations`` on the replay window ``games``.
 
     The window (the last ``buffer_gens`` generations, ``games[-1]`` being this
-    generation's) is wired into the DAG; the step count follows the newest
+    generation's) is wired into the DAG; in the first ``buffer_gens - 1`` generations it
+    begins with generation 0's games (a start run's window, numbered 0, -1, ...: the rows
+    of the generations it still reaches are kept); the step count follows the newest
     generation's size (``samples_per_position``); the cosine learning-rate
     schedule spans the whole run.
     """
     cfg = parse_section("train", params)
     first = generation - len(games) + 1  # the window is gen_{first} .. gen_{generation}
+    if first == 0:  # generation 0's games: a start run's window (generations <= 0), or none
+        oldest = generation - cfg.buffer_gens + 1
+        games = (games[0][games[0]["generation"] >= oldest], *games[1:])
     boards, pi, z = games_to_tensors(
         games,
         mirror=cfg.mirror,
@@ -63,7 +68,7 @@ def train_generation(
         num_threads=cfg.node.num_threads,
     )
     trained.meta = {"generation": generation}
-    metrics["window_generations"] = float(len(games))
+    metrics["window_generations"] = float(sum(g["generation"].nunique() for g in games))
     metrics["distinct_fraction"] = boards.shape[0] / window_rows if cfg.merge_duplicates else 1.0
     log.info("Generation %d training: %s", generation, {k: round(v, 4) for k, v in metrics.items()})
     return trained.cpu(), metrics
