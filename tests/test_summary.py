@@ -82,7 +82,7 @@ def test_object_reprs_become_class_names():
 def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
     import sqlite3
 
-    from connect_zero_pipeline.tracking import ui_url
+    from connect_zero_pipeline.tracking import runs_view, ui_url
 
     db = tmp_path / "mlflow.db"
     assert ui_url(db, 5000) == "http://127.0.0.1:5000/"  # before the first run
@@ -92,6 +92,27 @@ def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
     assert ui_url(db, 5001) == (
         "http://127.0.0.1:5001/#/experiments/3/runs?workflowType=machine_learning"
     )
+    # With the runs list's shared view (every run sets it): the address opens it.
+    key, _ = runs_view()
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE experiment_tags (key TEXT, value TEXT, experiment_id INTEGER)")
+        conn.execute("INSERT INTO experiment_tags VALUES (?, '{}', 3)", (key,))
+    assert ui_url(db, 5001) == ("http://127.0.0.1:5001/#/experiments/3/runs?"
+                                "workflowType=machine_learning&viewStateShareKey=connect-zero")  # fmt: skip
+
+
+def test_the_runs_view_shows_the_headline_metrics_first():
+    import json
+
+    from connect_zero_pipeline.naming import HEADLINE
+    from connect_zero_pipeline.tracking import runs_view
+
+    key, value = runs_view()
+    assert key == "mlflow.sharedViewState.connect-zero"
+    state = json.loads(value)
+    assert state["selectedColumns"] == state["columnOrder"]
+    assert state["columnOrder"][:2] == ["metrics.`solver.acc`", "metrics.`solver.weak_acc`"]
+    assert len(state["columnOrder"]) == len(HEADLINE)
 
 
 def test_logs_off_a_terminal_are_one_whole_line_each():

@@ -49,7 +49,10 @@ from mlflow.tracking import MlflowClient
 
 from .naming import (
     CHUNK,
+    EVAL_STAGE,
     GENERATION,
+    HEADLINE,
+    HEADLINE_SECTION,
     LEARNING_CURVES,
     MODEL_OUTPUTS,
     metric_name,
@@ -57,6 +60,9 @@ from .naming import (
     stage_of,
 )
 from .runs import RunRefused, flatten, run_identity
+from .tracking import runs_view
+
+_HEADLINE_KEYS = {key for key, _ in HEADLINE}
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +168,7 @@ class GenerationRunsHook:
             if isinstance(value, str) and (plain := plain_repr(value)) != value:
                 self._client.set_tag(self._parent, key, plain)  # "SequentialRunner", no repr
         self._client.set_experiment_tag(self._experiment, *EXPERIMENT_KIND)
+        self._client.set_experiment_tag(self._experiment, *runs_view())
         # A resumed run: reopen the children its first attempt created.
         for child in self._client.search_runs(
             [self._experiment], f"tags.mlflow.parentRunId = '{self._parent}'"
@@ -217,6 +224,9 @@ class GenerationRunsHook:
                         full = metric_name(stage, key)
                         self._client.log_metric(run_id, full, float(metric), step=generation)
                         self._client.log_metric(self._parent, full, float(metric), step=generation)
+                        if stage == EVAL_STAGE and key in _HEADLINE_KEYS:  # first on the page
+                            self._client.log_metric(self._parent, HEADLINE_SECTION + full,
+                                                    float(metric), step=generation)  # fmt: skip
             elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
                 from .core.checkpoint import save_model
 

@@ -78,6 +78,20 @@ def metric_name(stage: str, key: str) -> str:
     return key if stage in UNPREFIXED_STAGES else f"{stage}.{key}"
 
 
+HEADLINE = [
+    ("solver.acc", "solver.acc (network alone, strict)"),
+    ("solver.weak_acc", "solver.weak_acc (keeps the best outcome class)"),
+    ("punisher.policy.win_rate", "vs RandomPunisher, network alone (win rate)"),
+    ("punisher.mcts.win_rate", "vs RandomPunisher, MCTS agent (win rate)"),
+    ("gate.score", "vs the previous generation (score)"),
+]
+"""The headline metrics of a generation (its evaluate stage's keys) with their labels, in
+order: the summary's figures, the parent run's ``headline/`` charts, the runs list's columns."""
+HEADLINE_SECTION = "headline/"
+"""The prefix of the parent run's copies of :data:`HEADLINE`: MLflow's UI shows metrics with a
+``<prefix>/`` as a chart section of their own, above the others."""
+
+
 DEFAULT_PIPELINE = "alphazero"
 """The main job: what ``kedro run`` runs (``__default__``)."""
 

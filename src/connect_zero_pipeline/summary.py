@@ -18,7 +18,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
-from .naming import EVAL_STAGE, GENERATION, parse_step, stage_of
+from .naming import EVAL_STAGE, GENERATION, HEADLINE, parse_step, stage_of
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +45,6 @@ OUTPUT_FILES = {
     "ladder_ratings": "ladder ratings",
     "ladder_plot": "ladder plot",
 }
-
-# (metric key of the evaluate stage, label), for the last generation.
-HEADLINE = [
-    ("solver.acc", "solver.acc (network alone, strict)"),
-    ("solver.weak_acc", "solver.weak_acc (keeps the best outcome class)"),
-    ("punisher.policy.win_rate", "vs RandomPunisher, network alone (win rate)"),
-    ("punisher.mcts.win_rate", "vs RandomPunisher, MCTS agent (win rate)"),
-    ("gate.score", "vs the previous generation (score)"),
-]
 
 # (command, what it shows, what the run must have produced for it to apply)
 NEXT_COMMANDS = [

@@ -254,22 +254,48 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
 
 TRAINING_VIEW = "workflowType=machine_learning"
 """The query that opens MLflow 3's UI in its model-training view (not GenAI)."""
+RUNS_VIEW = "connect-zero"
+"""The name of the runs list's shared view (:func:`runs_view`): ``viewStateShareKey=<it>``."""
+_SHARED_VIEW_TAG = "mlflow.sharedViewState."  # MLflow's UI reads a shared view from this tag
+
+
+def runs_view() -> tuple[str, str]:
+    """The experiment tag (key, value) of the runs list's shared view in MLflow 3's UI: the
+    headline metrics (:data:`.naming.HEADLINE`) as its first columns, in order, where the
+    UI's own default shows no metric column. The UI opens it from the address
+    :func:`ui_url` prints; its "Override saved view" keeps it as the user's own."""
+    import json
+
+    from .naming import HEADLINE
+
+    columns = [f"metrics.`{key}`" for key, _ in HEADLINE]
+    state = {"selectedColumns": columns, "columnOrder": columns}
+    return _SHARED_VIEW_TAG + RUNS_VIEW, json.dumps(state)
 
 
 def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> str:
     """The runs list of the project's experiment in the MLflow UI of ``make mlflow`` (the
-    model-training view), or the UI's start page before the first run."""
+    model-training view, with the headline columns of :func:`runs_view`), or the UI's start
+    page before the first run."""
     base = f"http://127.0.0.1:{port}"
     if not Path(db).is_file():
         return f"{base}/"
+    row = _query(db, "SELECT experiment_id FROM experiments WHERE name = ?", experiment)
+    if not row:
+        return f"{base}/"
+    view = _query(db, "SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?",
+                  row[0], runs_view()[0])  # fmt: skip
+    shared = f"&viewStateShareKey={RUNS_VIEW}" if view else ""  # none in an older store
+    return f"{base}/#/experiments/{row[0]}/runs?{TRAINING_VIEW}{shared}"
+
+
+def _query(db: Path, sql: str, *args) -> tuple | None:
+    """The first row of a read-only query of the store ``db``; None if none or no such table."""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            row = conn.execute(
-                "SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)
-            ).fetchone()
+            return conn.execute(sql, args).fetchone()
     except sqlite3.Error:
-        row = None
-    return f"{base}/#/experiments/{row[0]}/runs?{TRAINING_VIEW}" if row else f"{base}/"
+        return None
 
 
 if __name__ == "__main__":  # make mlflow: python -m connect_zero_pipeline.tracking <db> <port>

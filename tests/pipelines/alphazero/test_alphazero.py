@@ -10,6 +10,7 @@ import pytest
 from kedro.framework.project import pipelines
 
 from connect_zero_pipeline.runs import known_runs, read_manifest
+from connect_zero_pipeline.tracking import runs_view
 from tests.conftest import REPO, latest, mlflow_client, run_kedro, versions
 
 TINY = {
@@ -85,6 +86,10 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     assert gen2.data.params["selfplay.mcts.sims"] == "4"
     history = client.get_metric_history(parent.info.run_id, "solver.acc")
     assert sorted(m.step for m in history) == [1, 2]
+    # The headline metrics again under headline/: the first chart section of the parent.
+    headline = client.get_metric_history(parent.info.run_id, "headline/solver.acc")
+    assert [(m.step, m.value) for m in headline] == [(m.step, m.value) for m in history]
+    assert not any(k.startswith("headline/") for k in gen2.data.metrics)  # the parent's only
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
     assert "model/model.pt" in artifacts
     assert mlflow.active_run() is None  # the run stack is left clean
@@ -95,6 +100,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     assert parent.info.run_name == f"alphazero seed=0 {date}T{clock[:5].replace('.', ':')}"
     assert parent.data.params["selfplay.mcts.sims"] == "4" and "selfplay" not in parent.data.params
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert exp.tags["mlflow.sharedViewState.connect-zero"] == runs_view()[1]
 
     # The end-of-run summary, printed and logged on the parent.
     assert f"run id: `{run_id}`" in summary and "### gen_002, the last generation" in summary
