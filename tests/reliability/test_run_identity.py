@@ -345,6 +345,9 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     assert _run_file(project, "data/06_models/onnx_model.onnx", step["version"]).is_file()
     assert _run_file(project, "data/08_reporting/learning_curves.png", step["version"]).is_file()
     assert "extended from 2 to 3 generations" in res.stdout
+    table = runs_table(project)
+    assert f"| `{run_id}` | finished | alphazero | 2 -> 3 |" in table
+    assert f"make resume RUN={run_id} PARAMS=alphazero.num_generations=4" in table
 
     # One MLflow parent, its learning curve now 3 generations long, gen_003 a new child.
     runs = _runs(project)

@@ -5,10 +5,12 @@ Usage::
     python -m connect_zero_pipeline runs [--project DIR]
 
 One row per run manifest (``data/runs/<id>.json``), oldest first: the run id, its
-status, its pipelines and when it started, and for a failed run the error's one line.
+status, its pipelines, its generations (``24 -> 40`` for a run trained further), when
+it started, and for a failed run the error's one line.
 The status is :func:`..runs.run_status`'s: ``running`` (its process is alive),
 ``finished``, ``failed``, or ``interrupted`` (killed, or it could not record its end).
-A ``failed`` or ``interrupted`` run continues with ``make resume RUN=<id>``.
+A ``failed`` or ``interrupted`` run continues with ``make resume RUN=<id>``; a
+finished one trains further with ``make resume RUN=<id> PARAMS=alphazero.num_generations=N``.
 """
 
 from __future__ import annotations
@@ -17,28 +19,47 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..naming import pipeline_label
+from ..naming import DEFAULT_PIPELINE, pipeline_label
 from ..runs import known_runs, read_manifest, run_status
 
 RESUMABLE = ("failed", "interrupted")
 
 
+def generations(manifest: dict) -> str:
+    """A run's generations: ``24``, ``24 -> 40`` once trained further, ``-`` for a run of
+    no generations."""
+    if not set(manifest.get("pipelines") or ["__default__"]) & {"__default__", DEFAULT_PIPELINE}:
+        return "-"
+    now = (manifest.get("params") or {}).get("alphazero", {}).get("num_generations")
+    steps = [str(e["from"]) for e in manifest.get("extended") or []]
+    return " -> ".join([*steps, str(now)]) if now is not None else "-"
+
+
 def runs_table(project: Path) -> str:
-    """The runs of ``project`` as a Markdown table (and a line on resuming)."""
-    rows, resumable = [], []
+    """The runs of ``project`` as a Markdown table (and lines on resuming and training
+    further)."""
+    rows, resumable, trained = [], [], []
     for run_id in known_runs(project):
         manifest = read_manifest(project, run_id)
         status = run_status(manifest)
         if status in RESUMABLE:
             resumable.append(run_id)
-        cells = [f"`{run_id}`", status, pipeline_label(manifest.get("pipelines")),
+        size = generations(manifest)
+        if status == "finished" and size != "-":
+            trained.append((run_id, int(size.rsplit(" ", 1)[-1])))
+        cells = [f"`{run_id}`", status, pipeline_label(manifest.get("pipelines")), size,
                  str(manifest.get("started", "-")), manifest.get("error", "")]  # fmt: skip
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     if not rows:
         return f"no runs in {project.resolve()} yet (kedro run starts one)"
-    lines = ["| run | status | pipelines | started | error |", "|---|---|---|---|---|", *rows]
+    lines = ["| run | status | pipelines | generations | started | error |",
+             "|---|---|---|---|---|---|", *rows]  # fmt: skip
     if resumable:
         lines += ["", f"Continue a failed or interrupted run: make resume RUN={resumable[-1]}"]
+    if trained:
+        run_id, size = trained[-1]
+        lines += ["", f"Train a finished run further: make resume RUN={run_id} "
+                      f"PARAMS=alphazero.num_generations={size + size // 2}"]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -46,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m connect_zero_pipeline runs",
         description="List the project's runs: id, status (running, finished, failed, "
-        "interrupted), pipelines, start and error.",
+        "interrupted), pipelines, generations, start and error.",
     )
     parser.add_argument("--project", default=".", help="project folder (default: .)")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
