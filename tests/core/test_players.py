@@ -204,6 +204,27 @@ def test_solver_player_plays_optimal_legal_moves():
         assert scores[a] is not None and scores[a] == max(s for s in scores if s is not None), m
 
 
+def test_solver_player_through_a_labeller_plays_the_same_and_solves_each_position_once(tmp_path):
+    from connect_zero_pipeline.core.labelling import Labeller, SolvedCache
+
+    moves = unfinished_random_games(40, 14, 34, seed=6)
+    state = bb.state_from_moves(moves)
+    direct = SolverPlayer().act(state, torch.Generator().manual_seed(0))
+    with Labeller(max_nodes=0, cache=SolvedCache(tmp_path), flush_seconds=30) as labeller:
+        cached = SolverPlayer(labeller=labeller).act(state, torch.Generator().manual_seed(0))
+        assert labeller.totals.solved == len(set(moves)) and len(labeller.cache) == len(set(moves))
+    assert torch.equal(direct, cached)
+    assert len(list(tmp_path.glob("part-*.parquet"))) == 1  # written once, at close
+
+    def no_solving(chunks, max_nodes, tt_log2):  # a later ladder: every analysis is cached
+        assert not chunks, f"{len(chunks)} chunks solved again"
+        yield from ()
+
+    again = Labeller(max_nodes=0, cache=SolvedCache(tmp_path), run_chunks=no_solving)
+    picks = SolverPlayer(labeller=again).act(state, torch.Generator().manual_seed(0))
+    assert torch.equal(picks, direct) and again.totals.cached == len(moves)
+
+
 def test_solver_player_breaks_ties_randomly_and_reproducibly():
     moves = "1233722555341451114725221333"  # columns 4-7 all score -1, 1-3 are full
     assert analyze(moves) == [None, None, None, -1, -1, -1, -1]

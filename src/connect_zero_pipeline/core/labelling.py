@@ -214,6 +214,10 @@ class Labeller:
         run_chunks: who solves the chunks (:data:`ChunkRunner`): in this process
             by default (:func:`serial_chunks`); a process pool or Ray tasks come
             from :mod:`connect_zero_pipeline.executors`.
+        flush_seconds: new analyses are written to the cache at least this often, and at
+            :meth:`close`; 0 (the default) also at the end of every :meth:`label` call. A
+            caller with many small calls (the solver players of a ladder: one per move)
+            sets it, so the cache gets a part file per interval instead of one per call.
     """
 
     max_nodes: int = 2_000_000
@@ -221,6 +225,7 @@ class Labeller:
     chunk_size: int = 64
     tt_log2: int = 22
     run_chunks: ChunkRunner = serial_chunks
+    flush_seconds: float = 0.0
     totals: LabelStats = field(default_factory=LabelStats)
 
     def __post_init__(self):
@@ -228,6 +233,7 @@ class Labeller:
             raise ValueError(f"max_nodes must be >= 0, got {self.max_nodes}")
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
+        self._last_flush = time.monotonic()
 
     def __enter__(self) -> Labeller:
         return self
@@ -235,9 +241,13 @@ class Labeller:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _flush(self) -> None:
+        self.cache.flush()
+        self._last_flush = time.monotonic()
+
     def close(self) -> None:
         """Flush the cache and close the runner (a worker pool), if it can be closed."""
-        self.cache.flush()
+        self._flush()
         close = getattr(self.run_chunks, "close", None)
         if close is not None:
             close()
@@ -270,7 +280,6 @@ class Labeller:
         if progress and chunks:
             label = progress if isinstance(progress, str) else "solving"
             bar = progress_bar(total=len(miss_idx), desc=label, unit="pos", leave=False)
-        last_flush = time.monotonic()
         try:
             for i, (c_scores, c_ok, c_nodes, seconds) in self.run_chunks(
                 chunks, self.max_nodes, self.tt_log2
@@ -283,16 +292,16 @@ class Labeller:
                 self.cache.add(p[c_ok], m[c_ok], c_scores[c_ok])
                 solved_keys.append(position_keys(p[c_ok], m[c_ok]))
                 solved_scores.append(c_scores[c_ok])
-                if time.monotonic() - last_flush > 30:  # keep progress if interrupted
-                    self.cache.flush()
-                    last_flush = time.monotonic()
+                if time.monotonic() - self._last_flush > (self.flush_seconds or 30):
+                    self._flush()  # keep progress if interrupted
                 if bar is not None:
                     bar.update(len(p))
                     bar.set_postfix(skipped=stats.skipped)
         finally:
             if bar is not None:
                 bar.close()
-            self.cache.flush()
+            if not self.flush_seconds:
+                self._flush()
         if solved_keys:
             # Every copy of a solved key gets its scores (duplicates were solved once).
             found2, scores2 = self.cache.lookup(keys)

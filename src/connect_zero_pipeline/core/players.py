@@ -148,15 +148,17 @@ def is_player_name(name) -> bool:
     return False
 
 
-def make_player(name: str, *, solver_max_nodes: int = 0) -> Player:
+def make_player(name: str, *, solver_max_nodes: int = 0, labeller=None) -> Player:
     """A player that needs no network, by name: ``random``, ``random_punisher``, or
     ``solver:<epsilon>`` (the perfect solver playing a random move with probability
-    epsilon, within ``solver_max_nodes`` nodes per position: :class:`SolverPlayer`)."""
+    epsilon, within ``solver_max_nodes`` nodes per position, or through ``labeller``:
+    :class:`SolverPlayer`)."""
     if not is_player_name(name):
         raise ValueError(f"unknown player {name!r}; choose {PLAYER_NAMES}")
     if name in PLAYERS:
         return PLAYERS[name]()
-    return SolverPlayer(epsilon=float(name[len(SOLVER_PREFIX) :]), max_nodes=solver_max_nodes)
+    return SolverPlayer(epsilon=float(name[len(SOLVER_PREFIX) :]), max_nodes=solver_max_nodes,
+                        labeller=labeller)  # fmt: skip
 
 
 class SolverPlayer:
@@ -179,9 +181,13 @@ class SolverPlayer:
             else block an immediate threat, else a uniformly random legal
             move. ``num_fallbacks`` counts those moves.
         solver: the :class:`~.solver.Solver` to use (default: the module-level one).
+        labeller: analyse through this :class:`~.labelling.Labeller` instead (its cache,
+            its worker processes and its ``max_nodes``, which then replaces ``max_nodes``):
+            a position analysed once, in any game or any earlier ladder, is not solved
+            again.
     """
 
-    def __init__(self, epsilon: float = 0.0, max_nodes: int = 0, solver=None):
+    def __init__(self, epsilon: float = 0.0, max_nodes: int = 0, solver=None, labeller=None):
         if not 0.0 <= float(epsilon) <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
         if int(max_nodes) < 0:
@@ -189,16 +195,20 @@ class SolverPlayer:
         self.epsilon = float(epsilon)
         self.max_nodes = int(max_nodes)
         self.solver = solver
+        self.labeller = labeller
         self.num_fallbacks = 0
 
     def scores(self, state: State) -> tuple[torch.Tensor, torch.Tensor]:
         """``[B, 7] int16`` move scores (``FULL_COLUMN`` for full columns) and ``[B] bool`` ok."""
         from .solver import default_solver  # numba compiles on first use: only when needed
 
-        solver = self.solver or default_solver()
         pos = state.position.detach().cpu().numpy()  # (B,)
         mask = state.mask.detach().cpu().numpy()  # (B,)
-        scores, ok, _ = solver.analyze_batch(pos, mask, max_nodes=self.max_nodes)
+        if self.labeller is not None:
+            scores, ok, _ = self.labeller.label(pos.view(np.uint64), mask.view(np.uint64))
+        else:
+            solver = self.solver or default_solver()
+            scores, ok, _ = solver.analyze_batch(pos, mask, max_nodes=self.max_nodes)
         return torch.from_numpy(scores.astype(np.int16)), torch.from_numpy(ok)
 
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:

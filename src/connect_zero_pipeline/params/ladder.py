@@ -38,7 +38,11 @@ class LadderConfig:
     opening_plies: int = 4
     """Uniformly random plies of an opening."""
     solver_max_nodes: int = 200_000
-    """Node budget of the solver anchors per position (0: exact, slow near the empty board)."""
+    """Node budget of the solver anchors per position, beyond which they win, block or play
+    at random. 0: exact, slow near the empty board (a minute for some positions at ply 4),
+    so exact anchors analyse through the project's solver cache (``pons.cache_dir``) in one
+    process per core (``node.workers``): a position is solved once across games and
+    ladders (``conf/ladder_strong``)."""
     num_bootstrap: int = 200
     """Bootstrap resamples of the games for the 95% intervals."""
     cache_dir: str | None = "data/02_intermediate/ladder_cache"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from connect_zero_pipeline.core.labelling import SolvedCache
 from connect_zero_pipeline.runs import known_runs
 from tests.conftest import mlflow_client, run_kedro, versions
 from tests.pipelines.alphazero.test_alphazero import TINY
@@ -89,6 +90,17 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
     version = client.get_model_version("connect-zero", "1")
     assert float(version.tags["ladder.elo"]) == pytest.approx(champion.elo, abs=0.05)
     assert client.get_registered_model("connect-zero").tags["champion_by"] == "ladder.elo"
+
+    # Exact solver anchors (solver_max_nodes 0, conf/ladder_strong) analyse through the
+    # project's solver cache; from 12-ply openings the analyses are quick.
+    solver_cache = pons_project / "data/02_intermediate/solver_cache"
+    cached = len(SolvedCache(solver_cache))
+    exact = {**LADDER, "ladder.runs": [], "ladder.anchors": ["random_punisher", "solver:0"],
+             "ladder.solver_max_nodes": 0, "ladder.opening_plies": 12}  # fmt: skip
+    run_kedro(pons_project, "ladder", exact)
+    games = _latest_table(pons_project, "data/08_reporting/ladder/matches.parquet")
+    assert set(games.player_a) | set(games.player_b) == {"random_punisher", "solver:0,nodes=0"}
+    assert len(SolvedCache(solver_cache)) > cached  # every analysis is kept for later ladders
 
 
 @pytest.mark.parametrize(

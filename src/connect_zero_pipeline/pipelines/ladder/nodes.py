@@ -143,13 +143,30 @@ def _registry_players(root: Path, cfg: LadderConfig, agent: str) -> list[dict]:
     return rows
 
 
-def _make_player(row, model_files: Partitions, cfg: LadderConfig, device):
+def solver_labeller(cfg: LadderConfig):
+    """What exact solver anchors (``solver_max_nodes: 0``) analyse with: the project's solver
+    cache (``pons.cache_dir``, shared with the labelled sets and ``benchmark``), one position
+    per task on ``cfg.node``'s workers (a process per core by default). Anchors with a node
+    budget analyse in this process instead: a cached exact analysis would make them stronger
+    than their budget, and an anchor must stay the same player from ladder to ladder."""
+    from ...core.labelling import Labeller, SolvedCache
+    from ...executors import chunk_runner
+    from ...params.pons import PonsConfig
+
+    where = PonsConfig().cache_dir
+    cache = SolvedCache(in_project(where) if where else None)
+    log.info("Ladder: the solver anchors analyse through %s (%d positions)", where, len(cache))
+    return Labeller(max_nodes=0, cache=cache, chunk_size=1,
+                    run_chunks=chunk_runner(cfg.node), flush_seconds=30)  # fmt: skip
+
+
+def _make_player(row, model_files: Partitions, cfg: LadderConfig, device, labeller=None):
     from ...core.inference import make_evaluate_fn
     from ...core.mcts import MCTSPlayer
     from ...core.players import PolicyPlayer, make_player
 
     if row.kind == "anchor":
-        return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes)
+        return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller)
     if row.source.startswith("models:/"):
         from ...registry import load_registered
 
@@ -175,22 +192,30 @@ def play_ladder(players: pd.DataFrame, model_files: Partitions, params: dict) ->
     cache = MatchCache(in_project(cfg.cache_dir) if cfg.cache_dir else None)
     rows = list(players.itertuples(index=False))
     built: dict[str, object] = {}
+    labeller = None  # the solver anchors', made when the first of them plays
     tables, played, reused = [], 0, 0
     pairs = list(itertools.combinations(range(len(rows)), 2))
-    for i, j in progress_bar(pairs, desc="ladder pairs", unit="pair"):
-        a, b = rows[i], rows[j]
-        games = cache.games(a.id, b.id, key)
-        if games is None:
-            for row in (a, b):
-                if row.id not in built:
-                    built[row.id] = _make_player(row, model_files, cfg, device)
-            games = play_pair(built[a.id], built[b.id], (a.id, b.id), openings, key,
-                              seed=cfg.seed + i * len(rows) + j, device=device)  # fmt: skip
-            cache.add(games)
-            played += 1
-        else:
-            reused += 1
-        tables.append(games)
+    try:
+        for i, j in progress_bar(pairs, desc="ladder pairs", unit="pair"):
+            a, b = rows[i], rows[j]
+            games = cache.games(a.id, b.id, key)
+            if games is None:
+                for row in (a, b):
+                    if row.id not in built:
+                        exact = row.source.startswith(SOLVER_PREFIX) and not cfg.solver_max_nodes
+                        if labeller is None and exact:
+                            labeller = solver_labeller(cfg)
+                        built[row.id] = _make_player(row, model_files, cfg, device, labeller)
+                games = play_pair(built[a.id], built[b.id], (a.id, b.id), openings, key,
+                                  seed=cfg.seed + i * len(rows) + j, device=device)  # fmt: skip
+                cache.add(games)
+                played += 1
+            else:
+                reused += 1
+            tables.append(games)
+    finally:
+        if labeller is not None:
+            labeller.close()
     log.info("Ladder: %d pairs played, %d reused from %s", played, reused, cfg.cache_dir)
     return pd.concat(tables, ignore_index=True)
 
