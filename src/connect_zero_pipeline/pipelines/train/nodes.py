@@ -68,7 +68,8 @@ def train_generation(
         num_threads=cfg.node.num_threads,
     )
     trained.meta = {"generation": generation}
-    metrics["window_generations"] = float(sum(g["generation"].nunique() for g in games))
+    start = games[0]["generation"].nunique() if first == 0 else 1  # generation 0's: 0 or more
+    metrics["window_generations"] = float(len(games) - 1 + start)
     metrics["distinct_fraction"] = boards.shape[0] / window_rows if cfg.merge_duplicates else 1.0
     log.info("Generation %d training: %s", generation, {k: round(v, 4) for k, v in metrics.items()})
     return trained.cpu(), metrics
