@@ -95,8 +95,14 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
     # project's solver cache; from 12-ply openings the analyses are quick.
     solver_cache = pons_project / "data/02_intermediate/solver_cache"
     cached = len(SolvedCache(solver_cache))
-    exact = {**LADDER, "ladder.runs": [], "ladder.anchors": ["random_punisher", "solver:0"],
-             "ladder.solver_max_nodes": 0, "ladder.opening_plies": 12}  # fmt: skip
+    exact = {
+        **LADDER,
+        "ladder.runs": [],
+        "ladder.anchors": ["random_punisher", "solver:0"],
+        "ladder.solver_max_nodes": 0,
+        "ladder.opening_plies": 12,
+        "ladder.node.workers": 1,
+    }  # fmt: skip (in this process: no pool to start)
     run_kedro(pons_project, "ladder", exact)
     games = _latest_table(pons_project, "data/08_reporting/ladder/matches.parquet")
     assert set(games.player_a) | set(games.player_b) == {"random_punisher", "solver:0,nodes=0"}

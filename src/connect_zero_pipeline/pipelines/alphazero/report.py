@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: nodes never open windows
-
-import matplotlib.pyplot as plt
 import pandas as pd
+
+from ..plots import pyplot
 
 CURVES = [
     ("solver.acc", "solver-set accuracy (network alone)"),
@@ -29,7 +26,7 @@ def learning_curve_table(*eval_metrics: dict) -> pd.DataFrame:
 def plot_learning_curves(*eval_metrics: dict):
     """A figure with acc, ce and win rates by generation."""
     table = learning_curve_table(*eval_metrics)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = pyplot().subplots(1, 3, figsize=(13, 3.8))
     axes[0].plot(table["generation"], table["solver.acc"], marker="o")
     axes[0].set_title(CURVES[0][1])
     axes[1].plot(table["generation"], table["solver.ce"], marker="o", color="tab:orange")

@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
 
@@ -270,11 +269,11 @@ def spread(levels: list[float], gap: float) -> list[float]:
 
 def plot_ladder(ratings: pd.DataFrame):
     """Elo against generation with 95% intervals, one line per run; anchors as levels."""
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    from ..plots import pyplot
+
+    fig, ax = pyplot().subplots(figsize=(8, 5))
     gens = ratings[ratings["kind"] == "generation"]
     for run_id, part in gens.groupby("run_id"):
         part = part.sort_values("generation")

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: nodes never open windows
-
-import matplotlib.pyplot as plt
 import pandas as pd
+
+from ..plots import pyplot
 
 EVAL_CURVES = [
     "solver.acc",
@@ -44,7 +41,7 @@ def plot_reinforce_curves(*metrics: dict, num_chunks: int):
         raise ValueError(f"expected {2 * num_chunks} metric dicts, got {len(metrics)}")
     table = reinforce_curve_table(list(metrics[:num_chunks]), list(metrics[num_chunks:]))
     x = table["chunk"]
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    fig, axes = pyplot().subplots(1, 4, figsize=(17, 3.8))
     axes[0].plot(x, table["solver.acc"], marker="o")
     axes[0].set_title("solver-set accuracy (network alone)")
     axes[1].plot(x, table["punisher.policy.win_rate"], marker="o", label="greedy network")

@@ -1,0 +1,17 @@
+"""matplotlib for the nodes that draw (learning curves, the ladder), loaded when they draw.
+
+pyplot takes most of a second to import; a pipeline registry that imported it at module
+level made every ``kedro`` command pay for it, a refused run or ``--help`` included.
+"""
+
+from __future__ import annotations
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the headless Agg backend (nodes never open windows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
