@@ -22,6 +22,7 @@ TINY = {
     "selfplay.mcts.sims": 4,
     "selfplay.moves_per_gen": 42,  # every slot finishes a game
     "selfplay.node.device": "cpu",
+    "selfplay.node.workers": 1,  # in this process (the worker pool: tests/executors)
     "train.samples_per_position": 1.0,
     "train.batch_size": 32,
     "train.node.device": "cpu",
