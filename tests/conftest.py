@@ -46,7 +46,10 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
     ``pin_store``: the MLflow store is this project's ``mlflow.db`` by absolute path
     (conf/local/mlflow.yml). MLflow caches stores by URI string, so a relative
     ``sqlite:///mlflow.db`` would keep pointing at the first test project of a process:
-    projects run in-process need the pin; ``False`` keeps conf/base's default store.
+    projects run in-process need the pin; ``False`` keeps conf/base's default store and
+    no ``mlflow.db``, which the first run creates, as on a fresh clone. A pinned store
+    starts as a copy of :func:`empty_store` (MLflow's schema migrations take 2 s a store):
+    "nothing was written" is then :func:`store_untouched`.
     """
     project.mkdir(parents=True)
     shutil.copytree(REPO / "conf", project / "conf", ignore=shutil.ignore_patterns("local"))
@@ -56,6 +59,7 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
             f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
             f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
         )
+        shutil.copy(empty_store(), project / "mlflow.db")
     # The public sets (catalog entry pons_benchmarks) are there, but the local env scores
     # none, to keep runs short (an env run, which does not read conf/local, names its own).
     shutil.copytree(REPO / "tests/data/pons", project / "tests/data/pons")
@@ -64,6 +68,27 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
     return project
+
+
+_EMPTY_STORE: list[Path] = []
+
+
+def empty_store() -> Path:
+    """An MLflow sqlite store with MLflow's schema and nothing else, made once per process."""
+    if not _EMPTY_STORE:
+        import tempfile
+
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        folder = Path(tempfile.mkdtemp(prefix="cz-empty-store-"))
+        SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", (folder / "mlruns").as_uri())
+        _EMPTY_STORE.append(folder / "mlflow.db")
+    return _EMPTY_STORE[0]
+
+
+def store_untouched(project: Path) -> bool:
+    """Whether the project's MLflow store is still the empty one it was made with."""
+    return (project / "mlflow.db").read_bytes() == empty_store().read_bytes()
 
 
 NO_PUBLIC_SETS = (

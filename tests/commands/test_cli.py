@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from connect_zero_pipeline.__main__ import COMMANDS
-from tests.conftest import files_under
+from tests.conftest import files_under, store_untouched
 
 CLI = [sys.executable, "-m", "connect_zero_pipeline"]
 
@@ -24,7 +24,7 @@ def test_no_command_prints_every_command_and_trains_nothing(args, kedro_project)
     for line in res.stdout.splitlines():
         if line.startswith("  "):
             assert len(line.split(None, 1)[1]) > 20, line  # a real one-line description
-    assert files_under(kedro_project) == before  # no run, no store
+    assert files_under(kedro_project) == before and store_untouched(kedro_project)  # no run
 
 
 def test_an_unknown_command_is_named_with_the_list(kedro_project):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli
+from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli, store_untouched
 
 # ---------------------------------------------------------------------------
 # Parameters are checked before the first node (and before the MLflow store)
@@ -42,7 +42,8 @@ def test_bad_parameters_exit_non_zero_and_write_nothing(kedro_project, params, m
     res = kedro_cli(kedro_project, "run", "--params", params)
     assert res.returncode != 0
     assert message in res.stdout + res.stderr
-    assert files_under(kedro_project) == before  # no data, no mlflow.db, no mlruns/
+    assert files_under(kedro_project) == before  # no data, no mlruns/
+    assert store_untouched(kedro_project)  # nothing in the MLflow store
 
 
 def test_every_config_is_checked_in_process_too(kedro_project):
@@ -50,7 +51,7 @@ def test_every_config_is_checked_in_process_too(kedro_project):
 
     with pytest.raises(ValueError, match=r"selfplay\.mcts\.sims must be an integer, got 'many'"):
         run_kedro(kedro_project, "alphazero", {"selfplay.mcts.sims": "many"})
-    assert not (kedro_project / "mlflow.db").exists()
+    assert store_untouched(kedro_project)
 
 
 # ---------------------------------------------------------------------------

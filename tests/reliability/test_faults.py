@@ -23,6 +23,7 @@ from tests.conftest import (
     files_under,
     kedro_cli,
     make_project,
+    store_untouched,
     wait_for_line,
     write_versioned_parquet,
 )
@@ -86,7 +87,7 @@ def test_unknown_pipeline_or_env_lists_the_valid_names(kedro_project, args, expe
     before = files_under(kedro_project)
     out = _clean_error(kedro_cli(kedro_project, "run", *args))
     assert expected in out
-    assert files_under(kedro_project) == before
+    assert files_under(kedro_project) == before and store_untouched(kedro_project)
 
 
 def test_an_unknown_node_names_the_closest_ones_and_verbose_shows_the_traceback(kedro_project):

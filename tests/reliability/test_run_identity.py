@@ -26,6 +26,7 @@ from tests.conftest import (
     kedro_cli,
     mlflow_client,
     model_digest,
+    store_untouched,
     versions,
     wait_for_line,
 )
@@ -112,7 +113,7 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     assert unknown.returncode != 0
     assert "resume='2020-01-01T00.00.00.000Z': no such run" in unknown.stdout + unknown.stderr
     assert files_under(project / "data") == before
-    assert not (project / "mlflow.db").exists()
+    assert store_untouched(project)
     # A run id with other parameters is refused too: fewer generations (a run can be
     # extended, not shortened), or any other key changed.
     run_id = "2026-01-01T00.00.00.000Z"
@@ -133,7 +134,7 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
         assert changed.returncode != 0
         assert message in changed.stdout + changed.stderr, changed.stderr[-2000:]
     assert files_under(project / "data") == before | {f"runs/{run_id}.json"}
-    assert not (project / "mlflow.db").exists()
+    assert store_untouched(project)
 
 
 def test_two_runs_at_once_each_export_their_own_model(pons_project):

@@ -10,6 +10,7 @@ from kedro.framework.startup import bootstrap_project
 
 from connect_zero_pipeline.pipelines.structure import reading
 from connect_zero_pipeline.session import ProjectSession
+from tests.conftest import store_untouched
 
 
 def _alphazero(project, env=None, params=None):
@@ -57,4 +58,4 @@ def test_a_plain_kedro_session_refuses_a_shape_it_would_not_build(kedro_project)
         pytest.raises(Exception, match=r"alphazero.num_generations=3 change the pipelines"),
     ):
         session.load_context()
-    assert not (kedro_project / "mlflow.db").exists()
+    assert store_untouched(kedro_project)
