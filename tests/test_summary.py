@@ -27,8 +27,10 @@ def test_the_reference_is_the_report_s_default_run():
 
 def test_reference_line_says_normal_above_below_or_other_recipe():
     assert "0.822 is normal" in reference_line(0.822, [])
-    assert "is below" in reference_line(0.70, [])
-    assert "is above" in reference_line(0.90, [])
+    low, high = REFERENCE["normal"]
+    below = f"0.700 is below normal for the default recipe ({low:.3f}-{high:.3f};"
+    assert below in reference_line(0.70, [])
+    assert "0.900 is above normal" in reference_line(0.90, [])
     other = reference_line(0.70, ["selfplay.mcts.sims", "model.preset"])
     assert "changed the recipe (selfplay.mcts.sims, model.preset)" in other
 

@@ -141,14 +141,17 @@ def render(
 def reference_line(value: float, recipe_changes: list[str]) -> str:
     """How ``value`` compares with the default recipe's reference (:data:`REFERENCE`)."""
     metric, ref, (low, high) = REFERENCE["metric"], REFERENCE["value"], REFERENCE["normal"]
-    where = (
-        f"the default recipe ends at {ref:.3f} ({low:.3f}-{high:.3f} is normal; docs/results.md)"
-    )
+    span, where = f"{low:.3f}-{high:.3f}", f"the reference run ends at {ref:.3f}; docs/results.md"
     if recipe_changes:
         shown = ", ".join(recipe_changes[:4]) + (", ..." if len(recipe_changes) > 4 else "")
-        return f"reference: this run changed the recipe ({shown}); {where}"
-    verdict = "normal" if low <= value <= high else ("above" if value > high else "below")
-    return f"reference: {metric} {value:.3f} is {verdict}: {where}"
+        return (
+            f"reference: this run changed the recipe ({shown}); "
+            f"for the default recipe {metric} is normally {span} ({where})"
+        )
+    verdict = (
+        "normal" if low <= value <= high else ("above" if value > high else "below") + " normal"
+    )
+    return f"reference: {metric} {value:.3f} is {verdict} for the default recipe ({span}; {where})"
 
 
 def public_sets_table(metrics: dict[str, float]) -> list[str]:
