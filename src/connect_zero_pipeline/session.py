@@ -10,7 +10,11 @@ Kedro tells hooks of a failure (``on_pipeline_error``) only when a node raised a
 ``Exception``. A run can also fail in a hook before the first node (the MLflow store),
 or be stopped with Ctrl-C (``KeyboardInterrupt``); the session then calls
 :func:`.hooks.record_failure`, so the run's manifest says ``failed`` with the error and
-its MLflow runs end FAILED in every case. ``settings.SESSION_CLASS`` names it, so
+its MLflow runs end FAILED in every case.
+
+Node filters (``--nodes``, ``--from-nodes``, ``--tags``, ...) that name nothing in the run's
+pipelines are refused before the context is created, so before any hook writes (the
+MLflow store): Kedro itself filters only after. ``settings.SESSION_CLASS`` names it, so
 ``kedro run`` and ``python -m connect_zero_pipeline`` use it.
 """
 
@@ -35,11 +39,52 @@ class ProjectSession(KedroSession):
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         from .pipelines.structure import reading
 
+        params = self.parameters()
         try:
-            with reading(self.parameters()):
+            with reading(params):
+                check_filters(params, kwargs)
                 return super().run(*args, **kwargs)
         except BaseException as error:
             from .hooks import record_failure
 
             record_failure(error)
             raise
+
+
+FILTERS = {
+    "tags": "tags",
+    "from_nodes": "from_nodes",
+    "to_nodes": "to_nodes",
+    "node_names": "node_names",
+    "from_inputs": "from_inputs",
+    "to_outputs": "to_outputs",
+    "namespaces": "node_namespaces",
+}
+"""``KedroSession.run``'s filter arguments and their names in ``Pipeline.filter``."""
+
+
+def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
+    """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
+    they do not hold. Parameters that do not validate are left to the run-start hook, which
+    refuses them with its own message."""
+    asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
+    if not asked:
+        return
+    from kedro.framework.project import pipelines
+    from kedro.pipeline import Pipeline
+
+    from .params.schema import validate_params
+    from .pipelines.structure import check_shape
+
+    try:
+        validate_params(params)
+        check_shape(params)
+    except ValueError:
+        return
+    names = run_kwargs.get("pipeline_names") or None
+    pipelines.set_requested(names)  # as Kedro's run does: only these are built (and cached)
+    combined = Pipeline([])
+    for name in names or ["__default__"]:
+        if name in pipelines:  # an unknown pipeline is Kedro's error to raise
+            combined += pipelines[name]
+    combined.filter(**asked)

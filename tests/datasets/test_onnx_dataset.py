@@ -63,3 +63,19 @@ def test_play_page_rejects_paths_outside_its_folder(tmp_path):
     assert not (tmp_path / "evil.html").exists() and not (tmp_path / "play").exists()
     with pytest.raises(DatasetError, match="has no saved version|Did not find any versions"):
         dataset.load()
+
+
+def test_an_unpinned_save_is_recorded_at_the_version_it_wrote(tmp_path, monkeypatch):
+    """Kedro draws one save version per save: the file's folder is the version Kedro reports
+    (a ``save`` wrapped twice drew a second one, so the two differed across a millisecond)."""
+    import itertools
+
+    import kedro.io.core
+
+    drawn = (f"2026-01-01T00.00.00.{n:03d}Z" for n in itertools.count())
+    monkeypatch.setattr(kedro.io.core, "generate_timestamp", lambda: next(drawn))
+    dataset = OnnxModelDataset(str(tmp_path / "model.onnx"), version=Version(None, None))
+    dataset.save(_identity_model("a"))
+    folders = [p.name for p in (tmp_path / "model.onnx").iterdir()]
+    assert folders == ["2026-01-01T00.00.00.000Z"] == [dataset.resolve_save_version()]
+    assert dataset.load().graph.name == "a"

@@ -91,11 +91,12 @@ def test_unknown_pipeline_or_env_lists_the_valid_names(kedro_project, args, expe
 
 
 def test_an_unknown_node_names_the_closest_ones_and_verbose_shows_the_traceback(kedro_project):
+    before = files_under(kedro_project)
     out = _clean_error(kedro_cli(kedro_project, "run", "--nodes=gen_001.trian"))
     assert "no node named 'gen_001.trian'" in out
     assert "closest to 'gen_001.trian': gen_001.train" in out
     assert "kedro run --verbose shows the traceback" in out
-    assert not (kedro_project / "data" / "runs").exists()
+    assert files_under(kedro_project) == before and store_untouched(kedro_project)  # no lock
     verbose = kedro_cli(kedro_project, "run", "--nodes=gen_001.trian", "--verbose")
     assert verbose.returncode != 0 and "Traceback" in verbose.stdout + verbose.stderr
 

@@ -49,16 +49,20 @@ class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]
         raise NotImplementedError
 
     # -- the Kedro dataset interface ----------------------------------------------
+    # ``_load``/``_save``, not ``load``/``save``: Kedro wraps a class's ``_save`` once per
+    # subclass, but a ``save`` inherited already wrapped is wrapped again, and the inner
+    # wrapper then draws a second save version (a file at one timestamp, Kedro's record at
+    # another, when no version is pinned).
 
     def _describe(self) -> dict[str, Any]:
         return {"filepath": self._filepath, "version": self._version}
 
-    def load(self) -> _DO:
+    def _load(self) -> _DO:
         path = str(self._get_load_path())
         with self._fs.open(path, "rb") as f:
             return self._decode(f.read(), path)
 
-    def save(self, data: _DI) -> None:
+    def _save(self, data: _DI) -> None:
         payload = self._encode(data)
         path = str(self._get_save_path())
         self._fs.mkdirs(str(PurePosixPath(path).parent), exist_ok=True)
