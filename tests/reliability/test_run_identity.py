@@ -304,7 +304,8 @@ def test_a_start_window_is_the_source_s_last_generations_and_must_be_there(finis
 def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished_run, tmp_path):
     """Train further in the same run: the same id and MLflow parent, one learning curve, the
     new generation a new child; the run's first final outputs are kept, the extension's are
-    a version of their own, and the extension registers its own model version."""
+    a version of their own, and the extension registers its own model version. The
+    extension is killed mid-way first: its resume keeps the extension's version."""
     source, run_id = finished_run
     project = copy_project(source, tmp_path / "project")
     client = mlflow_client(project)
@@ -313,16 +314,25 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     first_digest = model_digest(first_model)
     registered = len(client.search_model_versions("name = 'connect-zero'"))
     longer = cli_params({**FINISHED_RUN, "alphazero.num_generations": 3})
-    res = kedro_cli(
-        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}"
-    )
+    extend = ("run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}")
+    killed = kedro_cli(project, *extend, wait=False)  # an extension killed mid-way resumes
+    try:
+        wait_for_line(killed, "Generation 3 training on")  # gen_003's games are saved
+    finally:
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        killed.stdout.close()
+    (step,) = read_manifest(project, run_id)["extended"]
+    assert read_manifest(project, run_id)["status"] == "running"  # killed: not finished
+    res = kedro_cli(project, *extend)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
 
     manifest = read_manifest(project, run_id)
     assert known_runs(project) == [run_id] and manifest["status"] == "finished"
     assert manifest["params"]["alphazero"]["num_generations"] == 3
-    (step,) = manifest["extended"]
+    assert manifest["extended"] == [step]  # the resumed extension kept its version
     assert (step["from"], step["to"]) == (2, 3) and step["version"] > run_id
+    assert len(manifest["resumed"]) == 2  # the extension, then its resume
     # Generations at the run's id: the old ones untouched, the new one added.
     for k in range(3):
         assert versions(project, f"data/06_models/gen_{k:03d}/model.pt") == [run_id], k
@@ -357,9 +367,7 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
 
     # Run again with the same parameters: a finished extension has nothing left to do.
     before = files_under(project / "data")
-    again = kedro_cli(
-        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}"
-    )
+    again = kedro_cli(project, *extend)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert files_under(project / "data") - before <= {f"runs/{run_id}.json"}
     assert read_manifest(project, run_id)["extended"] == [step]
