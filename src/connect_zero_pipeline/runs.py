@@ -139,13 +139,13 @@ def start_model(root: Path, ref: str) -> tuple[str, str]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-    run_id, generation, described = start_point(root, ref)
-    return _generation_models(root)[(run_id, generation)], described
+    _, _, partition, described = start_point(root, ref)
+    return partition, described
 
 
-def start_point(root: Path, ref: str) -> tuple[str, int, str]:
-    """``(run id, generation, what it is in words)`` of ``model.start_from`` ``ref``, whose
-    model file is in this project (:func:`start_model`).
+def start_point(root: Path, ref: str) -> tuple[str, int, str, str]:
+    """``(run id, generation, model partition id, what it is in words)`` of
+    ``model.start_from`` ``ref``, whose model file is in this project (:func:`start_model`).
 
     Raises:
         ValueError: as :func:`start_model`.
@@ -167,17 +167,16 @@ def start_point(root: Path, ref: str) -> tuple[str, int, str]:
         if key not in generations:
             raise ValueError(f"model.start_from={ref!r}: run {run_id}'s generation {generation} "
                              "model is not in this project's models folder")  # fmt: skip
-        return (
-            *key,
-            f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})",
-        )
+        words = f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
+        return (*key, generations[key], words)
     if ref not in known_runs(root):
         raise ValueError(f"model.start_from={ref!r}: no such run in this project; known runs: "
                          f"{known_runs(root)[-5:]} (python -m connect_zero_pipeline runs)")  # fmt: skip
     mine = sorted(k for run, k in generations if run == ref)
     if not mine:
         raise ValueError(f"model.start_from={ref!r}: that run has no generation models")
-    return ref, mine[-1], f"run {ref}, generation {mine[-1]}"
+    key = (ref, mine[-1])
+    return (*key, generations[key], f"run {ref}, generation {mine[-1]}")
 
 
 def start_games(root: Path, ref: str, size: int) -> list[tuple[int, str]]:
@@ -191,7 +190,7 @@ def start_games(root: Path, ref: str, size: int) -> list[tuple[int, str]]:
     """
     from .naming import GAMES_PARTITION
 
-    run_id, generation, _ = start_point(root, ref)
+    run_id, generation, _, _ = start_point(root, ref)
     games = {}
     for pid in _partitions(root, "games_files"):
         m = GAMES_PARTITION.match(pid)

@@ -10,12 +10,12 @@ Kedro tells hooks of a failure (``on_pipeline_error``) only when a node raised a
 ``Exception``. A run can also fail in a hook before the first node (the MLflow store),
 or be stopped with Ctrl-C (``KeyboardInterrupt``); the session then calls
 :func:`.hooks.record_failure`, so the run's manifest says ``failed`` with the error and
-its MLflow runs end FAILED in every case.
+its MLflow runs end FAILED in every case. ``settings.SESSION_CLASS`` names it, so
+``kedro run`` and ``python -m connect_zero_pipeline`` use it.
 
 Node filters (``--nodes``, ``--from-nodes``, ``--tags``, ...) that name nothing in the run's
 pipelines are refused before the context is created, so before any hook writes (the
-MLflow store): Kedro itself filters only after. ``settings.SESSION_CLASS`` names it, so
-``kedro run`` and ``python -m connect_zero_pipeline`` use it.
+MLflow store): Kedro itself filters only after.
 """
 
 from __future__ import annotations

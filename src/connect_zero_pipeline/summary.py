@@ -148,9 +148,10 @@ def reference_line(value: float, recipe_changes: list[str]) -> str:
             f"reference: this run changed the recipe ({shown}); "
             f"for the default recipe {metric} is normally {span} ({where})"
         )
-    verdict = (
-        "normal" if low <= value <= high else ("above" if value > high else "below") + " normal"
-    )
+    if low <= value <= high:
+        verdict = "normal"
+    else:
+        verdict = ("above" if value > high else "below") + " normal"
     return f"reference: {metric} {value:.3f} is {verdict} for the default recipe ({span}; {where})"
 
 

@@ -46,6 +46,17 @@ def _run_file(project: Path, relpath: str, run_id: str) -> Path:
     return project / relpath / run_id / Path(relpath).name
 
 
+def _kill_at(project: Path, args: tuple[str, ...], line: str) -> None:
+    """Start ``kedro <args>`` in ``project`` and kill it (SIGKILL) once it prints ``line``."""
+    proc = kedro_cli(project, *args, wait=False)
+    try:
+        wait_for_line(proc, line)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+
+
 def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> None:
     """Every generation's model and the published, exported model are this run's."""
     for k in range(last_generation + 1):
@@ -60,13 +71,7 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     source, earlier_id = finished_run
     project = copy_project(source, tmp_path / "project")  # it already holds a finished run
     params = cli_params(FINISHED_RUN)  # the same recipe: only the run ids tell them apart
-    proc = kedro_cli(project, "run", "--params", params, wait=False)
-    try:
-        wait_for_line(proc, "Generation 2 training on")  # gen_002's games are saved
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
+    _kill_at(project, ("run", "--params", params), "Generation 2 training on")  # gen_002's games
     (run_id,) = set(known_runs(project)) - {earlier_id}
     killed = read_manifest(project, run_id)
     assert killed["status"] == "running"  # killed: it could not record its end
@@ -315,13 +320,7 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     registered = len(client.search_model_versions("name = 'connect-zero'"))
     longer = cli_params({**FINISHED_RUN, "alphazero.num_generations": 3})
     extend = ("run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}")
-    killed = kedro_cli(project, *extend, wait=False)  # an extension killed mid-way resumes
-    try:
-        wait_for_line(killed, "Generation 3 training on")  # gen_003's games are saved
-    finally:
-        os.kill(killed.pid, signal.SIGKILL)
-        killed.wait()
-        killed.stdout.close()
+    _kill_at(project, extend, "Generation 3 training on")  # an extension killed mid-way
     (step,) = read_manifest(project, run_id)["extended"]
     assert read_manifest(project, run_id)["status"] == "running"  # killed: not finished
     res = kedro_cli(project, *extend)

@@ -25,14 +25,20 @@ from ..runs import known_runs, read_manifest, run_status
 RESUMABLE = ("failed", "interrupted")
 
 
+def num_generations(manifest: dict) -> int | None:
+    """A run's generations now (after any extension), or None for a run of no generations."""
+    if not set(manifest.get("pipelines") or ["__default__"]) & {"__default__", DEFAULT_PIPELINE}:
+        return None
+    return (manifest.get("params") or {}).get("alphazero", {}).get("num_generations")
+
+
 def generations(manifest: dict) -> str:
     """A run's generations: ``24``, ``24 -> 40`` once trained further, ``-`` for a run of
     no generations."""
-    if not set(manifest.get("pipelines") or ["__default__"]) & {"__default__", DEFAULT_PIPELINE}:
+    now = num_generations(manifest)
+    if now is None:
         return "-"
-    now = (manifest.get("params") or {}).get("alphazero", {}).get("num_generations")
-    steps = [str(e["from"]) for e in manifest.get("extended") or []]
-    return " -> ".join([*steps, str(now)]) if now is not None else "-"
+    return " -> ".join([*(str(e["from"]) for e in manifest.get("extended") or []), str(now)])
 
 
 def runs_table(project: Path) -> str:
@@ -44,10 +50,11 @@ def runs_table(project: Path) -> str:
         status = run_status(manifest)
         if status in RESUMABLE:
             resumable.append(run_id)
-        size = generations(manifest)
-        if status == "finished" and size != "-":
-            trained.append((run_id, int(size.rsplit(" ", 1)[-1])))
-        cells = [f"`{run_id}`", status, pipeline_label(manifest.get("pipelines")), size,
+        now = num_generations(manifest)
+        if status == "finished" and now is not None:
+            trained.append((run_id, now))
+        cells = [f"`{run_id}`", status, pipeline_label(manifest.get("pipelines")),
+                 generations(manifest),
                  str(manifest.get("started", "-")), manifest.get("error", "")]  # fmt: skip
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     if not rows:

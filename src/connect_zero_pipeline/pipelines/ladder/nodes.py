@@ -191,7 +191,17 @@ def play_ladder(players: pd.DataFrame, model_files: Partitions, params: dict) ->
     cache = MatchCache(in_project(cfg.cache_dir) if cfg.cache_dir else None)
     rows = list(players.itertuples(index=False))
     built: dict[str, object] = {}
-    labeller = None  # the solver anchors', made when the first of them plays
+    labeller = None  # the exact solver anchors', made when the first of them plays
+
+    def player(row):
+        nonlocal labeller
+        if row.id not in built:
+            exact = row.source.startswith(SOLVER_PREFIX) and not cfg.solver_max_nodes
+            if exact and labeller is None:
+                labeller = solver_labeller(cfg)
+            built[row.id] = _make_player(row, model_files, cfg, device, labeller)
+        return built[row.id]
+
     tables, played, reused = [], 0, 0
     pairs = list(itertools.combinations(range(len(rows)), 2))
     try:
@@ -199,13 +209,7 @@ def play_ladder(players: pd.DataFrame, model_files: Partitions, params: dict) ->
             a, b = rows[i], rows[j]
             games = cache.games(a.id, b.id, key)
             if games is None:
-                for row in (a, b):
-                    if row.id not in built:
-                        exact = row.source.startswith(SOLVER_PREFIX) and not cfg.solver_max_nodes
-                        if labeller is None and exact:
-                            labeller = solver_labeller(cfg)
-                        built[row.id] = _make_player(row, model_files, cfg, device, labeller)
-                games = play_pair(built[a.id], built[b.id], (a.id, b.id), openings, key,
+                games = play_pair(player(a), player(b), (a.id, b.id), openings, key,
                                   seed=cfg.seed + i * len(rows) + j, device=device)  # fmt: skip
                 cache.add(games)
                 played += 1
