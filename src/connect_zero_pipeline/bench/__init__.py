@@ -64,6 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--model", help="selfplay: the network preset (default: tiny)")
     parser.add_argument(
+        "--sizes", help="selfplay: batch sizes, e.g. 512,4096 (default: by --quick)"
+    )
+    parser.add_argument("--sims", help="selfplay: simulation counts, e.g. 16,64")
+    parser.add_argument(
+        "--compile",
+        default="inductor",
+        help="selfplay: the compiled cells' torch.compile backend (inductor; eager or "
+        "aot_eager trace only; off skips them)",
+    )
+    parser.add_argument(
         "--generated",
         action="store_true",
         help="solver: also time generated positions of Pons' classes L2_R2 and L1_R1",

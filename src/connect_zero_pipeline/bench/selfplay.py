@@ -1,30 +1,47 @@
-"""``bench selfplay``: the shape of one self-play move on any device.
+"""``bench selfplay``: the shape of one self-play move on any device, eager and compiled.
 
 A move is what every self-play step does for ``B`` games at once: one Gumbel
 search of ``sims`` simulations (the default recipe's search) from ``B``
 self-play-like positions, then the chosen moves are played. For each ``B`` and
-``sims``, both ways the search can run (:func:`~..core.mcts.search`'s
-``host_sync``):
+``sims``, the three ways the search can run (``"way"`` in each line):
 
-- ``host_sync=True``: the host reads device values inside the loop to stop the
-  descent early and evaluate only the leaves that need the network (the CPU's
-  default, and the only way before the search was restructured);
-- ``host_sync=False``: a host-known number of levels, every leaf evaluated
-  (the default off the CPU).
+- ``host_sync`` (``host_sync: true, compiled: false``): the host reads device values
+  inside the loop to stop the descent early and evaluate only the leaves that need the
+  network (the CPU's default);
+- ``device`` (``host_sync: false, compiled: false``): a host-known number of levels,
+  every leaf evaluated, eager ops (the default off the CPU without compile);
+- ``compiled`` (``compiled: true``): the same device path through
+  :class:`~..core.compiled.CompiledSearch` (``--compile``: the ``torch.compile`` backend,
+  ``inductor`` by default; ``off`` skips these cells). On CUDA each move is then one
+  CUDA graph replay.
 
-Figures per ``(B, sims, host_sync)``, from one timed move after a profiled
-warm-up move (a move at B = 16384 takes a minute on two cores):
-``positions_per_s`` (games moved per second), ``evals_per_s`` (boards through the
-network per second), ``host_syncs_per_move`` and ``aten_ops_per_move`` (counted with
-``torch.profiler``: the calls of ``aten::item``, ``aten::is_nonzero``,
-``aten::_local_scalar_dense`` and ``aten::nonzero``, each a device-to-host
-synchronisation on CUDA; and every ``aten::`` op, a proxy for kernel launches),
-and ``bytes_per_slot`` (peak CUDA memory of the move per game on a GPU, the
-search tree's tensors per game on the CPU).
+Figures per cell, from one timed move after a warm-up move (a move at B = 16384
+takes a minute on two cores): ``positions_per_s`` (games moved per second),
+``evals_per_s`` (boards through the network per second), ``host_syncs_per_move`` and
+``aten_ops_per_move`` (counted with ``torch.profiler`` on a third move: the calls of
+``aten::item``, ``aten::is_nonzero``, ``aten::_local_scalar_dense`` and
+``aten::nonzero``, each a device-to-host synchronisation on CUDA; and every ``aten::``
+op, a proxy for kernel launches), and ``bytes_per_slot`` (peak CUDA memory of the move
+per game on a GPU, the search tree's tensors per game on the CPU).
+
+Compiled cells add:
+
+- ``graph_breaks``: torch._dynamo's graph-break counter over the cell (0: every step is
+  one graph; ``fullgraph=True`` would have raised otherwise);
+- ``graph_calls_per_move``: compiled-graph invocations of the host per move (step calls;
+  on CUDA, CUDA graph replays);
+- ``kernels_per_move``: what the device runs per move after fusion: on the CPU the
+  calls of inductor's generated kernels (profiled with ``cpp.enable_kernel_profile``)
+  plus every ``aten::`` op still called (convolutions, matmuls and the eager glue), so it
+  is comparable with ``aten_ops_per_move``; on CUDA the kernels the profiler sees;
+- ``compile_s``: the first move's wall time (compiling every graph; with inductor's
+  on-disk cache warm, loading them);
+- ``recompiles``: graphs compiled by the timed moves (0: no recompilation per move).
 
 Torch runs the recipe's one thread on the CPU. The network is ``tiny``, so that
-``B = 16384`` stays within minutes on two cores; ``--model`` names another preset. ``--quick``: ``B`` in 32 and 128,
-8 simulations.
+``B = 16384`` stays within minutes on two cores; ``--model`` names another preset.
+``--quick``: ``B`` in 32 and 128, 8 simulations. ``--sizes`` and ``--sims`` override
+the grid (``scripts/gpu_check.sh``: B up to 65,536).
 """
 
 from __future__ import annotations
@@ -35,6 +52,7 @@ from collections.abc import Iterator
 import torch
 
 from ..core.bitboard import play
+from ..core.compiled import CompiledSearch, network
 from ..core.config import resolve_device
 from ..core.inference import torch_evaluate_fn
 from ..core.mcts import MCTSConfig, search
@@ -45,71 +63,156 @@ from .mcts import _roots
 
 SYNC_OPS = ("aten::item", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::nonzero")
 """Calls that read a device value on the host: each is a synchronisation on CUDA."""
+KERNEL_MARKS = ("cpp_fused", "triton_")
+"""Profiler event names of inductor's generated kernels (CPU, CUDA)."""
 
 
 def count_ops(fn) -> tuple[int, int]:
     """``(host syncs, aten ops)`` of one call of ``fn()`` (torch.profiler, on the CPU)."""
+    return _profile(fn)[:2]
+
+
+def _profile(fn, cuda: bool = False) -> tuple[int, int, int]:
+    """``(host syncs, aten ops, kernels)`` of one call of ``fn()``: kernels are the CUDA
+    kernels with ``cuda``, else generated-kernel calls plus aten ops."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
         fn()
+        if cuda:
+            torch.cuda.synchronize()
     events = prof.key_averages()
     syncs = sum(e.count for e in events if e.key in SYNC_OPS)
-    return syncs, sum(e.count for e in events if e.key.startswith("aten::"))
+    aten = sum(e.count for e in events if e.key.startswith("aten::"))
+    if cuda:
+        kernels = sum(e.count for e in events if str(e.device_type).endswith("CUDA"))
+    else:
+        kernels = aten + sum(e.count for e in events if any(m in e.key for m in KERNEL_MARKS))
+    return syncs, aten, kernels
+
+
+def _sizes(args, quick: bool, name: str, quick_default, default) -> tuple[int, ...]:
+    text = getattr(args, name, None)
+    if text:
+        return tuple(int(x) for x in str(text).split(","))
+    return quick_default if quick else default
 
 
 def run(args) -> Iterator[dict]:
     quick = bool(getattr(args, "quick", False))
     device = resolve_device("auto")
-    sizes = (32, 128) if quick else (512, 4096, 16384)
-    sims_list = (8,) if quick else (16, 64)
+    sizes = _sizes(args, quick, "sizes", (32, 128), (512, 4096, 16384))
+    sims_list = _sizes(args, quick, "sims", (8,), (16, 64))
+    backend = getattr(args, "compile", None) or "inductor"
     preset = getattr(args, "model", None) or "tiny"
     if device.type == "cpu":
         torch.set_num_threads(DEFAULT_NUM_THREADS)  # as self_play runs the recipe
     torch.manual_seed(0)
     model = build_model(preset).eval().to(device)
-    network = torch_evaluate_fn(model, device)
-    evals = [0]
-
-    def evaluate_fn(boards):
-        evals[0] += boards.shape[0]
-        return network(boards)
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
+    ways = [("host_sync", True), ("device", False)] + ([("compiled", False)] * (backend != "off"))
     for batch in sizes:
         roots = _roots(batch, 10, seed=batch)
         roots = type(roots)(*(x.to(device) for x in roots))
         for sims in sims_list:
             cfg = MCTSConfig(sims=sims, search="gumbel")
-            for host_sync in (True, False):
-
-                def move(roots=roots, cfg=cfg, host_sync=host_sync):
-                    result = search(roots, evaluate_fn, cfg, host_sync=host_sync)
-                    return play(roots, result.action, validate=False), result
-
-                syncs, ops = count_ops(move)  # also the warm-up: allocator, kernels
-                sync()
-                evals[0] = 0
-                if device.type == "cuda":
-                    torch.cuda.reset_peak_memory_stats()
-                    before = torch.cuda.memory_allocated()
-                start = time.perf_counter()
-                _, result = move()
-                sync()
-                seconds = time.perf_counter() - start
-                evaluated = evals[0]
-                if device.type == "cuda":
-                    per_slot = (torch.cuda.max_memory_allocated() - before) / batch
-                else:
-                    tree = result.tree
-                    per_slot = sum(t.nbytes for t in tree[:-1]) / batch
+            for way, host_sync in ways:
                 extra = {"batch": batch, "sims": sims, "host_sync": host_sync,
-                         "device": device.type, "model": preset}  # fmt: skip
-                yield figure("selfplay", "positions_per_s", batch / seconds, unit="1/s", **extra)
-                yield figure("selfplay", "evals_per_s", evaluated / seconds, unit="1/s", **extra)
-                yield figure("selfplay", "host_syncs_per_move", syncs, **extra)
-                yield figure("selfplay", "aten_ops_per_move", ops, **extra)
-                yield figure("selfplay", "bytes_per_slot", per_slot, unit="B", **extra)
+                         "compiled": way == "compiled", "way": way, "device": device.type,
+                         "model": preset}  # fmt: skip
+                if way == "compiled":
+                    yield from _compiled_cell(model, roots, cfg, backend, extra)
+                else:
+                    yield from _eager_cell(model, roots, cfg, host_sync, extra)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _timed(move, device: torch.device, batch: int):
+    """``(seconds, bytes per slot, result)`` of one move."""
+    _sync(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    start = time.perf_counter()
+    _, result = move()
+    _sync(device)
+    seconds = time.perf_counter() - start
+    if device.type == "cuda":
+        per_slot = (torch.cuda.max_memory_allocated() - before) / batch
+    else:
+        per_slot = sum(t.nbytes for t in result.tree[:-1]) / batch
+    return seconds, per_slot, result
+
+
+def _eager_cell(model, roots, cfg: MCTSConfig, host_sync: bool, extra: dict) -> Iterator[dict]:
+    device, batch = roots.device, roots.batch_size
+    network_fn = torch_evaluate_fn(model, device)
+    evals = [0]
+
+    def evaluate_fn(boards):
+        evals[0] += boards.shape[0]
+        return network_fn(boards)
+
+    def move():
+        result = search(roots, evaluate_fn, cfg, host_sync=host_sync)
+        return play(roots, result.action, validate=False), result
+
+    syncs, ops = count_ops(move)  # also the warm-up: allocator, kernels
+    evals[0] = 0
+    seconds, per_slot, _ = _timed(move, device, batch)
+    yield figure("selfplay", "positions_per_s", batch / seconds, unit="1/s", **extra)
+    yield figure("selfplay", "evals_per_s", evals[0] / seconds, unit="1/s", **extra)
+    yield figure("selfplay", "host_syncs_per_move", syncs, **extra)
+    yield figure("selfplay", "aten_ops_per_move", ops, **extra)
+    yield figure("selfplay", "bytes_per_slot", per_slot, unit="B", **extra)
+
+
+def _compiled_cell(model, roots, cfg: MCTSConfig, backend: str, extra: dict) -> Iterator[dict]:
+    import torch._inductor.config
+    from torch._dynamo.utils import counters
+
+    device, batch = roots.device, roots.batch_size
+    cuda = device.type == "cuda"
+    evaluate_fn = network(model, device)
+    gumbel = torch.zeros(batch, 7, device=device)
+    program = CompiledSearch(cfg, backend)  # the graphs themselves are compiled once a process
+    uncaptured = CompiledSearch(cfg, backend, cuda_graph=False)
+
+    def move(search_fn=program):
+        result = search_fn(roots, evaluate_fn, gumbel=gumbel)
+        return play(roots, result.action, validate=False), result
+
+    # Inductor's CPU kernels report themselves to the profiler only when built to.
+    patch = torch._inductor.config.patch({"cpp.enable_kernel_profile": not cuda})
+    with patch:
+        breaks = sum(counters["graph_break"].values())
+        start = time.perf_counter()
+        move()
+        _sync(device)
+        compile_s = time.perf_counter() - start
+        graphs = counters["stats"]["unique_graphs"]
+        calls, replays = program.counters.graph_calls, program.counters.replays
+        seconds, per_slot, _ = _timed(move, device, batch)
+        per_move = (
+            program.counters.replays - replays if cuda else program.counters.graph_calls - calls
+        )
+        if cuda:
+            move(uncaptured)  # compiled already; warms the uncaptured path's allocations
+        syncs, ops, kernels = _profile(lambda: move(uncaptured), cuda)
+        recompiles = counters["stats"]["unique_graphs"] - graphs
+        breaks = sum(counters["graph_break"].values()) - breaks
+    evals = batch * (cfg.sims + 1)  # the device path evaluates every game at every node
+    yield figure("selfplay", "positions_per_s", batch / seconds, unit="1/s", **extra)
+    yield figure("selfplay", "evals_per_s", evals / seconds, unit="1/s", **extra)
+    yield figure("selfplay", "host_syncs_per_move", syncs, **extra)
+    yield figure("selfplay", "aten_ops_per_move", ops, **extra)
+    yield figure("selfplay", "bytes_per_slot", per_slot, unit="B", **extra)
+    yield figure("selfplay", "graph_breaks", breaks, **extra)
+    yield figure("selfplay", "graph_calls_per_move", per_move, **extra)
+    yield figure("selfplay", "kernels_per_move", kernels, **extra)
+    yield figure("selfplay", "compile_s", compile_s, unit="s", backend=backend, **extra)
+    yield figure("selfplay", "recompiles", recompiles, **extra)

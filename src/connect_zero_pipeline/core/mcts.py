@@ -251,7 +251,7 @@ class Level(NamedTuple):
 
     node: torch.Tensor  # [B] flat index of each game's current node
     depth: int  # levels descended so far (0: every game is at its root)
-    sim: int  # the simulation, 1..sims
+    sim: int | torch.Tensor  # the simulation, 1..sims (a 0-d tensor in a compiled search)
     children: torch.Tensor  # [B, 7] flat child indices
     q: torch.Tensor  # [B, 7] children's mean values, node's view (-inf illegal, 0 unvisited)
     visits: torch.Tensor  # [B, 7] children's visit counts
@@ -301,26 +301,28 @@ class _Search:
         self.prior_f = self.prior.view(B * S, WIDTH)
         self.parent_f, self.raw_value_f = self.parent.view(-1), self.raw_value.view(-1)
         self.expandable_f, self.ply_f = self.expandable.view(-1), self.ply.view(-1)
+        self.position_f, self.mask_f = self.position.view(-1), self.mask.view(-1)
+        self.action_f = self.action.view(-1)
         self.ones = torch.ones(B, device=dev)
 
-    def evaluate(self, slot: int, evaluate_fn: EvaluateFn, rows, position, mask, legal):
-        """Priors and values of node ``slot`` for the games of ``rows [B] bool``."""
+    def evaluate(self, at: torch.Tensor, evaluate_fn: EvaluateFn, rows, position, mask, legal):
+        """Priors and values of the nodes at flat indices ``at [B]`` for the games of
+        ``rows [B] bool``."""
         if self.host_sync:
             idx = rows.nonzero().squeeze(1)  # (M,)
             if idx.numel():
                 p, v = _evaluate(evaluate_fn, position[idx], mask[idx], legal[idx])
-                self.prior[idx, slot], self.raw_value[idx, slot] = p, v
+                self.prior_f[at[idx]], self.raw_value_f[at[idx]] = p, v
             return
         p, v = _evaluate(evaluate_fn, position, mask, legal)  # every game, then masked
-        self.prior[:, slot] = torch.where(rows.unsqueeze(1), p, self.prior[:, slot])
-        self.raw_value[:, slot] = torch.where(rows, v, self.raw_value[:, slot])
+        self.prior_f[at] = torch.where(rows.unsqueeze(1), p, self.prior_f[at])
+        self.raw_value_f[at] = torch.where(rows, v, self.raw_value_f[at])
 
-    def select(self, select_fn: SelectFn, sim: int):
+    def select(self, select_fn: SelectFn, sim, bound: int):
         """Descend every game from its root until its edge is unexpanded or leads to a
-        terminal node; a game that stopped re-selects the same edge at later levels.
-        Returns ``(node [B], action [B], child [B], levels)``."""
+        terminal node (at most ``bound`` levels); a game that stopped re-selects the same
+        edge at later levels. Returns ``(node [B], action [B], child [B], levels)``."""
         cur = self.base
-        bound = NUM_CELLS if self.host_sync else min(sim - 1, NUM_CELLS)
         levels = 0  # depth of `cur` when every game has stopped
         while True:
             ch = self.children_f[cur]  # (B, 7) flat child indices
@@ -335,28 +337,26 @@ class _Search:
             cur = torch.where(go, nxt, cur)
             levels += 1
 
-    def expand(self, sim: int, evaluate_fn: EvaluateFn, cur, a, nxt) -> torch.Tensor:
+    def expand(self, sim, evaluate_fn: EvaluateFn, cur, a, nxt) -> torch.Tensor:
         """Unexpanded edges become node ``sim`` (other games write garbage into slot
-        ``sim`` of their own tree, which nothing links to); returns each game's leaf."""
+        ``sim`` of their own tree, which nothing links to); returns each game's leaf.
+        ``sim`` is an int or a 0-d device tensor: it is only added to flat indices."""
         expand = nxt == self.unvisited  # (B,)
-        step = play(
-            State(self.position.view(-1)[cur], self.mask.view(-1)[cur], self.ply_f[cur]),
-            a,
-            validate=False,
-        )
+        step = play(State(self.position_f[cur], self.mask_f[cur], self.ply_f[cur]), a,
+                    validate=False)  # fmt: skip
+        new = self.base + sim  # (B,) flat index of each game's slot `sim`
         new_pos, new_mask = step.state.position, step.state.mask
-        self.position[:, sim], self.mask[:, sim] = new_pos, new_mask
-        self.parent[:, sim], self.action[:, sim] = cur, a
+        self.position_f[new], self.mask_f[new] = new_pos, new_mask
+        self.parent_f[new], self.action_f[new] = cur, a
         new_legal = legal_mask(step.state)  # (B, 7)
-        self.children[:, sim] = torch.where(
+        self.children_f[new] = torch.where(
             new_legal, self.unvisited.unsqueeze(1), self.illegal.unsqueeze(1)
         )
-        self.expandable[:, sim] = ~step.done
-        self.ply[:, sim] = step.state.ply
+        self.expandable_f[new] = ~step.done
+        self.ply_f[new] = step.state.ply
         # exact: the side to move has lost (or drawn, 0)
-        self.raw_value[:, sim] = -step.reward * win_value(self.ply[:, sim], self.cfg.win_decay)
-        self.evaluate(sim, evaluate_fn, expand & ~step.done, new_pos, new_mask, new_legal)
-        new = self.base + sim
+        self.raw_value_f[new] = -step.reward * win_value(step.state.ply, self.cfg.win_decay)
+        self.evaluate(new, evaluate_fn, expand & ~step.done, new_pos, new_mask, new_legal)
         self.children_f.view(-1)[cur * WIDTH + a] = torch.where(expand, new, nxt)
         return torch.where(expand, new, nxt)
 
@@ -400,6 +400,13 @@ class GumbelRoot(NamedTuple):
     schedule: torch.Tensor  # [m + 1, sims] Sequential Halving's visit schedule
 
 
+def _column(x: torch.Tensor, i: int | torch.Tensor) -> torch.Tensor:
+    """``x[:, i]`` for an int or a 0-d device tensor ``i`` (no host read of it)."""
+    if isinstance(i, int):
+        return x[:, i]
+    return x.index_select(1, i.view(1)).squeeze(1)
+
+
 def gumbel_rule(tree: _Search, root: GumbelRoot) -> SelectFn:
     """Gumbel search (:mod:`.gumbel`): Sequential Halving at a game's root, the
     deterministic ``pi' - N / (1 + sum N)`` rule below it. A game that stopped at its
@@ -421,11 +428,98 @@ def gumbel_rule(tree: _Search, root: GumbelRoot) -> SelectFn:
                 return inner
         stats = G.NodeStats(root.logits, legal_c, q, level.visits, value)
         scores = G.root_scores(root.noise, stats, cfg.c_visit, cfg.c_scale)
-        needed = root.schedule[root.num_considered, level.sim - 1]  # (B,)
+        needed = _column(root.schedule, level.sim - 1)[root.num_considered]  # (B,)
         picked = G.root_action(scores, root.considered, level.visits, needed)
         return picked if inner is None else torch.where(at_root, picked, inner)
 
     return select
+
+
+DESCENT_BOUNDS = (0, 1, 2, 4, 8, 16, 32, NUM_CELLS)
+"""The descent bounds a compiled search uses: each simulation's bound ``min(sim - 1, 42)``
+rounded up to the next of these, so that a search of any ``sims`` runs at most 8 distinct
+simulation graphs (extra levels re-select a stopped game's edge, extra backups land in TRASH)."""
+
+
+def descent_bound(sim: int, bucketed: bool = False) -> int:
+    """Levels simulation ``sim`` descends without host reads: ``min(sim - 1, 42)`` (no node
+    is deeper before it), or with ``bucketed`` the next of :data:`DESCENT_BOUNDS`."""
+    need = min(sim - 1, NUM_CELLS)
+    return next(b for b in DESCENT_BOUNDS if b >= need) if bucketed else need
+
+
+def _start(t: _Search, state: State, evaluate_fn: EvaluateFn, noise, gumbel, schedule):
+    """The root: evaluate the live games, mix in the root noise (PUCT), expand, and fix Gumbel
+    search's root sample. Returns ``(root, legal [B, 7], live [B])``; ``root`` is a
+    :class:`GumbelRoot` for Gumbel search, else None. A finished root keeps TRASH children."""
+    cfg = t.cfg
+    t.position[:, ROOT_INDEX], t.mask[:, ROOT_INDEX] = state.position, state.mask
+    t.ply[:, ROOT_INDEX] = state.ply
+    finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
+    live = ~finished
+    legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
+    t.evaluate(t.base + ROOT_INDEX, evaluate_fn, live, state.position, state.mask, legal)
+    root_prior = t.prior[:, ROOT_INDEX]
+    if noise is not None:
+        root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * (
+            noise.to(root_prior) * legal
+        )
+        t.prior[:, ROOT_INDEX] = root_prior
+    t.children[:, ROOT_INDEX] = torch.where(
+        legal, t.unvisited.unsqueeze(1), torch.where(live, t.illegal, t.trash).unsqueeze(1)
+    )
+    t.expandable[:, ROOT_INDEX] = live
+    t.stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
+    t.stats[:, ROOT_INDEX, 1] = -t.raw_value[:, ROOT_INDEX]
+    if gumbel is None:
+        return None, legal, live
+    g_noise = gumbel.to(root_prior)
+    root_logits = root_prior.clamp_min(1e-30).log()  # (B, 7); softmax-invariant shift
+    considered, num_considered = G.top_m(g_noise, root_logits, legal, cfg.gumbel_num_actions)
+    return GumbelRoot(g_noise, root_logits, considered, num_considered, schedule), legal, live
+
+
+def _simulate(t: _Search, root: GumbelRoot | None, evaluate_fn: EvaluateFn, sim, bound: int):
+    """Simulation ``sim`` (an int, or a 0-d device tensor in a compiled search) for every
+    game: select (at most ``bound`` levels without host reads), expand, backup."""
+    select_fn = puct_rule(t) if root is None else gumbel_rule(t, root)
+    cur, a, nxt, levels = t.select(select_fn, sim, bound)
+    leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
+    t.backup(leaf, levels)
+
+
+def _finish(t: _Search, root: GumbelRoot | None, legal: torch.Tensor, live: torch.Tensor):
+    """``(visit_counts [B, 7] int32, root_value [B], policy, action)``; the last two are the
+    Gumbel search's improved policy and move (None for PUCT)."""
+    cfg = t.cfg
+    root_children = t.children[:, ROOT_INDEX]  # (B, 7)
+    counts = t.stats_f[root_children, 0] * legal  # (B, 7)
+    root_value = torch.where(live, -t.stats[:, ROOT_INDEX, 1] / t.stats[:, ROOT_INDEX, 0], 0.0)
+    if root is None:
+        return counts.round().to(torch.int32), root_value, None, None
+    w_root = t.stats_f[root_children, 1]  # (B, 7)
+    q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
+    node = G.NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
+    policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
+    scores = G.root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
+    action = G.final_action(scores, root.considered, counts)
+    return counts.round().to(torch.int32), root_value, policy, action
+
+
+class Steps(NamedTuple):
+    """The three steps a search is made of (:func:`_start`, :func:`_simulate`,
+    :func:`_finish`), as they run: :data:`EAGER` calls them, a compiled search
+    (:mod:`.compiled`) passes their compiled forms."""
+
+    start: Callable
+    simulate: Callable
+    finish: Callable
+    compiled: bool = False
+    """Bounds from :data:`DESCENT_BOUNDS` (few distinct graphs) and ``sim`` as a device
+    tensor (no graph per simulation); implies ``host_sync=False``."""
+
+
+EAGER = Steps(_start, _simulate, _finish)
 
 
 def search(
@@ -436,6 +530,7 @@ def search(
     root_noise: torch.Tensor | None = None,
     gumbel: torch.Tensor | None = None,
     host_sync: bool | None = None,
+    steps: Steps = EAGER,
 ) -> SearchResult:
     """Run ``config.sims`` simulations of batched MCTS from every position of ``state``.
 
@@ -453,6 +548,8 @@ def search(
         host_sync: whether the loop may read device values on the host (see
             :class:`_Search`); None: on the CPU only, where a read costs nothing and
             stopping early and compacting save work. The results are the same.
+        steps: how the steps run: :data:`EAGER`, or a compiled search's
+            (:class:`~.compiled.CompiledSearch` passes them; never with ``host_sync``).
 
     Returns:
         :class:`SearchResult`: root ``visit_counts [B, 7] int32`` summing to
@@ -464,64 +561,33 @@ def search(
     dev = state.device
     B = state.batch_size
     if host_sync is None:
-        host_sync = dev.type == "cpu"
+        host_sync = dev.type == "cpu" and not steps.compiled
+    if host_sync and steps.compiled:
+        raise ValueError("a compiled search runs without host synchronisation (host_sync=False)")
     t = _Search(state, cfg, host_sync)
-
-    # Root: evaluate live games, add noise, expand. A finished root keeps TRASH children.
-    t.position[:, ROOT_INDEX], t.mask[:, ROOT_INDEX] = state.position, state.mask
-    t.ply[:, ROOT_INDEX] = state.ply
-    finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
-    live = ~finished
-    legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
-    t.evaluate(ROOT_INDEX, evaluate_fn, live, state.position, state.mask, legal)
-    root_prior = t.prior[:, ROOT_INDEX]
+    noise = schedule = gumbel_noise = None
     if cfg.dirichlet_eps > 0 and cfg.search == "puct":
-        noise = (
-            root_noise
-            if root_noise is not None
-            else sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
-        )
+        noise = root_noise
+        if noise is None:
+            legal = legal_mask(state) & ~has_won(state.position ^ state.mask).unsqueeze(1)
+            noise = sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
         if noise.shape != (B, WIDTH):
             raise ValueError(f"root_noise must be [B, 7] = [{B}, 7], got {tuple(noise.shape)}")
-        noise = noise.to(root_prior) * legal  # (B, 7)
-        root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * noise
-        t.prior[:, ROOT_INDEX] = root_prior
-    t.children[:, ROOT_INDEX] = torch.where(
-        legal, t.unvisited.unsqueeze(1), torch.where(live, t.illegal, t.trash).unsqueeze(1)
-    )
-    t.expandable[:, ROOT_INDEX] = live
-    t.stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
-    t.stats[:, ROOT_INDEX, 1] = -t.raw_value[:, ROOT_INDEX]
-    root = None
     if cfg.search == "gumbel":
-        g_noise = torch.zeros(B, WIDTH, device=dev) if gumbel is None else gumbel.to(root_prior)
-        if g_noise.shape != (B, WIDTH):
-            raise ValueError(f"gumbel must be [B, 7] = [{B}, 7], got {tuple(g_noise.shape)}")
-        root_logits = root_prior.clamp_min(1e-30).log()  # (B, 7); softmax-invariant shift
-        considered, num_considered = G.top_m(g_noise, root_logits, legal, cfg.gumbel_num_actions)
+        gumbel_noise = torch.zeros(B, WIDTH, device=dev) if gumbel is None else gumbel
+        if gumbel_noise.shape != (B, WIDTH):
+            raise ValueError(f"gumbel must be [B, 7] = [{B}, 7], got {tuple(gumbel.shape)}")
         schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, dev)  # (m + 1, sims)
-        root = GumbelRoot(g_noise, root_logits, considered, num_considered, schedule)
-        select_fn = gumbel_rule(t, root)
-    else:
-        select_fn = puct_rule(t)
-
+    root, legal, live = steps.start(t, state, evaluate_fn, noise, gumbel_noise, schedule)
+    # A compiled step takes the simulation as a device tensor (one graph for every sim; a
+    # copy, since a view's storage offset would be compiled in).
+    sims = torch.arange(t.N, device=dev) if steps.compiled else range(t.N)
     for sim in range(1, t.N):
-        cur, a, nxt, levels = t.select(select_fn, sim)
-        leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
-        t.backup(leaf, levels)
-
-    root_children = t.children[:, ROOT_INDEX]  # (B, 7)
-    counts = t.stats_f[root_children, 0] * legal  # (B, 7)
-    root_value = torch.where(live, -t.stats[:, ROOT_INDEX, 1] / t.stats[:, ROOT_INDEX, 0], 0.0)
-    if root is None:
-        return SearchResult(counts.round().to(torch.int32), root_value, t.tree())
-    w_root = t.stats_f[root_children, 1]  # (B, 7)
-    q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
-    node = G.NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
-    policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
-    scores = G.root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
-    action = G.final_action(scores, root.considered, counts)
-    return SearchResult(counts.round().to(torch.int32), root_value, t.tree(), policy, action)
+        bound = NUM_CELLS if host_sync else descent_bound(sim, steps.compiled)
+        step = sims[sim].clone() if steps.compiled else sim
+        steps.simulate(t, root, evaluate_fn, step, bound)
+    counts, root_value, policy, action = steps.finish(t, root, legal, live)
+    return SearchResult(counts, root_value, t.tree(), policy, action)
 
 
 class MCTSPlayer:

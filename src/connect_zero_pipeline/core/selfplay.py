@@ -39,12 +39,23 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .bitboard import NUM_CELLS, WIDTH, initial_state, legal_mask, play, reset_done
+from .bitboard import (
+    BOARD_MASK,
+    NUM_CELLS,
+    WIDTH,
+    State,
+    initial_state,
+    legal_mask,
+    play,
+    reset_done,
+)
+from .compiled import compile_backend, compiled_search, network
 from .config import check, is_int, torch_threads
 from .gumbel import gumbel_from_uniforms
 from .inference import EvaluateFn, make_evaluate_fn
@@ -233,6 +244,7 @@ def self_play(
     progress: bool | Callable[[int, int], None] = False,
     num_threads: int | None = DEFAULT_NUM_THREADS,
     backend: str = "auto",
+    compile: str = "auto",
 ) -> pd.DataFrame:
     """Play one generation (or one shard of it) and return its positions.
 
@@ -254,6 +266,10 @@ def self_play(
             descheduled one); scale out with shards instead.
         backend: the network's evaluation for ``model``: ``auto``, ``torch`` or
             ``onnxruntime`` (:data:`~.inference.BACKENDS`).
+        compile: run every search compiled (:mod:`.compiled`, :data:`~.compiled.COMPILE`):
+            ``auto`` on CUDA only. The network is then torch's (``backend`` ``auto`` or
+            ``torch``), and the games that finish after ``moves_per_gen`` steps keep their
+            slots (masked, fixed shapes) instead of being compacted. The table is the same.
 
     Returns:
         A DataFrame with :data:`COLUMNS` and their dtypes, sorted by
@@ -265,13 +281,22 @@ def self_play(
     if (evaluate_fn is None) == (model is None):
         raise ValueError("self_play needs exactly one of evaluate_fn and model")
     device = torch.device(device)
-    if model is not None:
-        evaluate_fn = make_evaluate_fn(model, device, backend)
+    compiler = compile_backend(compile, device)
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
         return empty_games_table()
+    program = None
+    if compiler is not None:
+        if backend not in ("auto", "torch"):
+            raise ValueError(f"compile {compile!r} runs the network with torch, but backend is "
+                             f"{backend!r}: set backend to auto or torch")  # fmt: skip
+        program = compiled_search(cfg.mcts, compiler)
+        if model is not None:
+            evaluate_fn = network(model, device)
+    elif model is not None:
+        evaluate_fn = make_evaluate_fn(model, device, backend)
     with torch_threads(num_threads):
-        return _play(cfg, evaluate_fn, slots, generation, device, progress)
+        return _play(cfg, evaluate_fn, slots, generation, device, progress, program)
 
 
 _NUM_NOISE = math.prod(dirichlet_uniform_shape(1))  # a slot's Dirichlet uniforms per step
@@ -284,15 +309,18 @@ def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
     return _NUM_NOISE + 2 + (WIDTH if mcts_cfg.search == "gumbel" else 0)
 
 
-def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: torch.Tensor):
+def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor):
     """One search per game of ``state`` and the move each plays.
 
-    ``u [B, D]`` are the games' uniforms of this step, laid out as
-    :func:`_draws_per_step` says. Returns ``(action [B], target [B, 7], root_value [B])``.
+    ``search_fn(state, evaluate_fn, root_noise=, gumbel=)`` searches with ``cfg.mcts``
+    (:func:`~.mcts.search`, or a :class:`~.compiled.CompiledSearch`). ``u [B, D]`` are the
+    games' uniforms of this step, laid out as :func:`_draws_per_step` says. Returns
+    ``(action [B], target [B, 7], root_value [B])``.
     """
+    mcts_cfg = cfg.mcts
     if mcts_cfg.search == "gumbel":
         g = gumbel_from_uniforms(u[:, _NUM_NOISE + 2 :])  # (B, 7)
-        result = search(state, evaluate_fn, mcts_cfg, gumbel=g)
+        result = search_fn(state, evaluate_fn, gumbel=g)
         target = result.policy  # (B, 7): the improved policy is the training target
         action = result.action
     else:
@@ -303,7 +331,7 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: to
                 mcts_cfg.dirichlet_alpha,
                 u[:, :_NUM_NOISE].view(dirichlet_uniform_shape(state.batch_size)),
             )
-        result = search(state, evaluate_fn, mcts_cfg, root_noise=noise)
+        result = search_fn(state, evaluate_fn, root_noise=noise)
         target = result.visit_counts.float()  # (B, 7)
         # Temperature 1: the first column whose cumulative count exceeds u * total.
         threshold = u[:, _NUM_NOISE : _NUM_NOISE + 1] * target.sum(1, keepdim=True)  # (B, 1)
@@ -317,12 +345,14 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, mcts_cfg: MCTSConfig, u: to
     return action, target, result.root_value
 
 
-def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress):
+def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress,
+          program=None):  # fmt: skip
     G, T = len(slots), cfg.moves_per_gen
     # With finish_games, the games in progress after step T play on (only they search)
     # for at most NUM_CELLS - 1 more steps: no ply is dropped for want of an outcome.
     steps = T + (NUM_CELLS - 1 if cfg.finish_games else 0)
     mcts_cfg = cfg.mcts
+    search_fn = partial(search, config=mcts_cfg) if program is None else program
     b_slot = torch.arange(slots.start, slots.stop, dtype=torch.int64, device=device)  # (G,)
     keys = slot_keys(cfg.seed, generation, b_slot)
     draws = _draws_per_step(mcts_cfg)
@@ -349,29 +379,26 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
     every_slot = torch.arange(G, device=device)
     for t in range(steps):
         # Every slot plays the first T steps; then only the games in progress (a slot
-        # reset after its game ended has 0 stones).
-        idx = every_slot if t < T else (state.ply > 0).nonzero().squeeze(1)
-        if idx.numel() == 0:
-            break
-        sub = state.take(idx)
-        u = slot_uniforms(keys[idx], t, draws)
-        action, target, root_value = _choose(sub, evaluate_fn, cfg, mcts_cfg, u)
-        step = play(sub, action, validate=False)
-        for name, value in (
-            ("position", sub.position),
-            ("mask", sub.mask),
-            ("ply", sub.ply),
-            ("episode", episode[idx]),
-            ("action", action),
-            ("visits", target),
-            ("root_value", root_value),
-            ("done", step.done),
-            ("reward", step.reward * win_value(step.state.ply, mcts_cfg.win_decay)),
-        ):
+        # reset after its game ended has 0 stones): compacted in an eager search, masked
+        # in a compiled one (its shapes are fixed).
+        if program is None:
+            idx = every_slot if t < T else (state.ply > 0).nonzero().squeeze(1)
+            if idx.numel() == 0:
+                break
+            searched += len(idx)
+            rows, state = _step(state.take(idx), keys[idx], t, evaluate_fn, cfg, search_fn,
+                                None, episode[idx], state, idx)  # fmt: skip
+        else:
+            active = None if t < T else state.ply > 0  # (G,)
+            if active is not None and not bool(active.any()):
+                break
+            searched += G if active is None else int(active.sum())
+            rows, state = _step(state, keys, t, evaluate_fn, cfg, search_fn, active, episode,
+                                state, every_slot)  # fmt: skip
+            idx = every_slot
+        for name, value in rows.items():
             rec[name][t, idx] = value
-        searched += len(idx)
-        episode[idx] += step.done.long()
-        state = state.put(idx, reset_done(step.state, step.done))
+        episode[idx] += rows["done"].long()
         if t < T:
             if bar is not None:
                 bar.update(G)
@@ -387,6 +414,38 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         generation, slots.start, slots.stop - 1, searched, elapsed, searched / elapsed, len(table),
     )  # fmt: skip
     return table
+
+
+def _step(sub: State, keys, t: int, evaluate_fn, cfg: SelfPlayConfig, search_fn, active,
+          episode, state: State, idx):  # fmt: skip
+    """One self-play move of the games ``sub`` (the slots ``idx`` of ``state``): their
+    uniforms of step ``t``, a search each, the move played. ``active [B] bool`` (or None:
+    all) marks the games in progress; the others are searched as finished boards (a no-op)
+    and record nothing that is kept (``done`` is false). Returns the step's record rows and
+    the next state of every slot (finished games restarted)."""
+    before = sub
+    if active is not None:  # a board with every cell taken is finished: its search is a no-op
+        sub = State(torch.where(active, sub.position, 0),
+                    torch.where(active, sub.mask, BOARD_MASK), sub.ply)  # fmt: skip
+    u = slot_uniforms(keys, t, _draws_per_step(cfg.mcts))
+    action, target, root_value = _choose(sub, evaluate_fn, cfg, search_fn, u)
+    step = play(sub, action, validate=False)
+    done = step.done if active is None else step.done & active
+    rows = {
+        "position": sub.position,
+        "mask": sub.mask,
+        "ply": sub.ply,
+        "episode": episode,
+        "action": action,
+        "visits": target,
+        "root_value": root_value,
+        "done": done,
+        "reward": step.reward * win_value(step.state.ply, cfg.mcts.win_decay),
+    }
+    after = reset_done(step.state, done)
+    if active is not None:
+        after = State(*(torch.where(active, a, b) for a, b in zip(after, before, strict=True)))
+    return rows, state.put(idx, after)
 
 
 def _to_table(rec, z, complete, b_slot, generation: int, stride: int) -> pd.DataFrame:

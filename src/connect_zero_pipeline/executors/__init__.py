@@ -40,6 +40,7 @@ def play_generation(
             options=node.ray,
             num_threads=node.num_threads,
             backend=node.backend,
+            compile=node.compile,
             progress=True,
         )
     device = resolve_device(node.device)
@@ -54,6 +55,7 @@ def play_generation(
             generation=generation,
             num_threads=node.num_threads,
             backend=node.backend,
+            compile=node.compile,
             progress=True,
         )
     return self_play(

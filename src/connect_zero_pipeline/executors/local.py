@@ -88,7 +88,7 @@ def _init_solver_worker(parent: int, tt_log2: int) -> None:
 
 def _play_shard(
     ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, steps,
-    backend: str,
+    backend: str, compile: str,
 ):  # fmt: skip
     """One shard in a worker process; reports its env steps to ``steps`` (a queue) if given."""
     report = None
@@ -106,6 +106,7 @@ def _play_shard(
         num_shards=shards,
         num_threads=threads,
         backend=backend,
+        compile=compile,
         progress=report or False,
     )
 
@@ -118,6 +119,7 @@ def local_self_play(
     generation: int = 0,
     num_threads: int | None = DEFAULT_NUM_THREADS,
     backend: str = "auto",
+    compile: str = "auto",
     progress: bool = False,
 ) -> pd.DataFrame:
     """One generation split into ``workers`` shards on CPU worker processes of this machine.
@@ -131,7 +133,7 @@ def local_self_play(
     workers = min(workers, config.num_games)
     if workers == 1:
         return self_play(config, model=model, generation=generation, progress=progress,
-                         num_threads=num_threads, backend=backend)  # fmt: skip
+                         num_threads=num_threads, backend=backend, compile=compile)  # fmt: skip
     ckpt = checkpoint_dict(model)
     for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
         shard_pool = _shard_pool(workers)
@@ -149,6 +151,7 @@ def local_self_play(
                     num_threads,
                     steps,
                     backend,
+                    compile,
                 ): i
                 for i in range(workers)
             }

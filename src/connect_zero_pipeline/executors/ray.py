@@ -85,7 +85,7 @@ class _SelfPlayWorker:
     an actor safely (ray-project/ray#53727).
     """
 
-    def __init__(self, num_threads: int | None, backend: str = "auto"):
+    def __init__(self, num_threads: int | None, backend: str = "auto", compile: str = "auto"):
         import ray
         import torch
 
@@ -93,6 +93,7 @@ class _SelfPlayWorker:
         self.device = torch.device("cuda" if cuda else "cpu")  # Ray sets CUDA_VISIBLE_DEVICES
         self.num_threads = num_threads
         self.backend = backend
+        self.compile = compile
         self._model = None
         self._weights_id = None
         self._evaluate = None  # the evaluate_fn of the current weights
@@ -101,12 +102,16 @@ class _SelfPlayWorker:
         """The ``evaluate_fn`` that :func:`~connect_zero_pipeline.core.selfplay.self_play` would build from the model."""
         import ray
 
+        from ..core.compiled import compile_backend, network
         from ..core.inference import make_evaluate_fn
 
         ref = weights_ref[0]
         if self._weights_id != ref.hex():
             self._model, self._weights_id = from_dict(ray.get(ref), "self-play weights"), ref.hex()
-            self._evaluate = make_evaluate_fn(self._model, self.device, self.backend)
+            if compile_backend(self.compile, self.device):  # the one network compiled steps call
+                self._evaluate = network(self._model, self.device)
+            else:
+                self._evaluate = make_evaluate_fn(self._model, self.device, self.backend)
         return self._evaluate
 
     def ready(self, weights_ref: list) -> dict:
@@ -133,6 +138,8 @@ class _SelfPlayWorker:
             shard_index=shard_index,
             num_shards=num_shards,
             num_threads=self.num_threads,
+            backend=self.backend,
+            compile=self.compile,
         )
         return pa.Table.from_pandas(table, preserve_index=False)
 
@@ -162,6 +169,7 @@ class RaySelfPlayPool:
         options: :class:`RayOptions`; ``num_shards`` also caps the actor count.
         num_threads: torch threads inside each actor (as :func:`~connect_zero_pipeline.core.selfplay.self_play`).
         backend: the actors' network evaluation (as ``self_play``'s ``backend``).
+        compile: the actors' search (as ``self_play``'s ``compile``).
         num_games: the generation's slot count, to cap the actors (optional).
     """
 
@@ -172,6 +180,7 @@ class RaySelfPlayPool:
         *,
         num_threads: int | None = DEFAULT_NUM_THREADS,
         backend: str = "auto",
+        compile: str = "auto",
         num_games: int | None = None,
         _worker_cls: type = _SelfPlayWorker,  # testing hook (fault injection)
     ):
@@ -193,7 +202,9 @@ class RaySelfPlayPool:
             max_restarts=self.options.max_retries,
             max_task_retries=self.options.max_retries,
         )
-        self.actors = [actor_cls.remote(num_threads, backend) for _ in range(self.num_actors)]
+        self.actors = [
+            actor_cls.remote(num_threads, backend, compile) for _ in range(self.num_actors)
+        ]
         log.info(
             "Started %d self-play actors on %r (%g CPUs, %g GPUs each; capacity %d)",
             self.num_actors, self.address, self.options.num_cpus, self.num_gpus, capacity,
@@ -311,6 +322,7 @@ def ray_self_play(
     options: RayOptions | None = None,
     num_threads: int | None = DEFAULT_NUM_THREADS,
     backend: str = "auto",
+    compile: str = "auto",
     progress: bool | Callable[[int, int], None] = False,
 ) -> pd.DataFrame:
     """One generation of self-play on Ray actors (a pool for this call only).
@@ -320,7 +332,12 @@ def ray_self_play(
     kernels, see :mod:`.selfplay`).
     """
     with RaySelfPlayPool(
-        model, options, num_threads=num_threads, backend=backend, num_games=config.num_games
+        model,
+        options,
+        num_threads=num_threads,
+        backend=backend,
+        compile=compile,
+        num_games=config.num_games,
     ) as pool:
         return pool.play(config, generation, progress=progress)
 

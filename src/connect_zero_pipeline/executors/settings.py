@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..core.compiled import COMPILE
 from ..core.config import check, is_int
 from ..core.inference import BACKENDS
 from .ray_cluster import RayOptions
@@ -35,6 +36,9 @@ class NodeSettings:
     backend: str = "auto"
     """A search's network evaluation: ``auto`` (onnxruntime on CPU, torch on CUDA),
     ``torch`` or ``onnxruntime``."""
+    compile: str = "auto"
+    """A search's device path compiled (``core.compiled``): ``auto`` (on CUDA), ``on``,
+    ``off``, or ``eager``/``aot_eager`` (trace only, to debug graphs; no speed-up)."""
     executor: str = "local"
     """``local`` (this machine) or ``ray`` (a Ray cluster: self-play shards on actors,
     solver chunks as tasks; ``docs/scaling.md``)."""
@@ -49,6 +53,7 @@ class NodeSettings:
         check(self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
               "num_threads", self.num_threads, "null or an integer >= 1")  # fmt: skip
         check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
+        check(self.compile in COMPILE, "compile", self.compile, f"one of {COMPILE}")
         check(self.executor in EXECUTORS, "executor", self.executor, "'local' or 'ray'")
         check(is_int(self.workers) and self.workers >= 0, "workers", self.workers,
               "an integer >= 0")  # fmt: skip

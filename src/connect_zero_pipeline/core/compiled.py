@@ -1,0 +1,237 @@
+"""The search's device path as a few compiled programs: ``torch.compile(fullgraph=True)``.
+
+A search without host synchronisation (:func:`~.mcts.search` with ``host_sync=False``)
+is a fixed stream of tensor ops of fixed shapes: tens of thousands of tiny kernels a
+move. :class:`CompiledSearch` runs its three steps (:data:`~.mcts.Steps`) compiled:
+
+- ``start``: the root's network call, noise and Gumbel sample: one graph;
+- ``simulate``: one whole simulation (select, expand with its network call, backup) per
+  graph call. The simulation number is a device tensor and the descent bound is rounded
+  up to one of :data:`~.mcts.DESCENT_BOUNDS`, so a search of any ``sims`` compiles at most
+  8 simulation graphs (the compile time stays flat in ``sims``) and calls them ``sims``
+  times;
+- ``finish``: the root's visit counts, value, improved policy and move: one graph.
+
+So a move is ``sims + 2`` graph calls. On CUDA the whole move is then captured once as a
+CUDA graph (:class:`_Captured`) and each later move is one graph replay.
+
+No recompilation per move, per generation or per shard: the compiled functions are made
+once per process (:func:`_compiled`), the tree's tensors are graph inputs, and the
+network is one module per architecture and device (:func:`network`) whose weights are
+copied in place for each new model. Graph breaks are errors (``fullgraph=True``).
+
+Every figure of what a move costs is counted here (:class:`Counters`): graph calls and
+graph replays per move. ``bench selfplay`` reads them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+from torch import nn
+
+from . import mcts
+from .bitboard import State
+from .inference import EvaluateFn
+from .mcts import MCTSConfig, SearchResult
+
+log = logging.getLogger(__name__)
+
+COMPILE = ("auto", "on", "off", "eager", "aot_eager")
+"""The ``node.compile`` setting: ``on`` compiles with inductor (fused generated kernels),
+``auto`` on CUDA only (on the CPU the eager search with host reads measured faster:
+docs/benchmarks.md), ``off`` never. ``eager`` and ``aot_eager`` trace the same graphs
+without generating code (torch.compile's debugging backends: every graph break or
+recompilation shows, in seconds instead of minutes; no speed-up)."""
+RECOMPILE_LIMIT = 64
+"""Graphs one compiled step may hold (torch's default, 8, is one search's simulation
+bounds; a benchmark of several batch sizes needs more). Past it a step fails loudly
+instead of falling back to eager ops."""
+
+
+def compile_backend(setting: str, device: torch.device) -> str | None:
+    """The ``torch.compile`` backend that ``node.compile`` (:data:`COMPILE`) means on
+    ``device``, or None for the eager search."""
+    if setting not in COMPILE:
+        raise ValueError(f"compile must be one of {COMPILE}, got {setting!r}")
+    if setting == "auto":
+        return "inductor" if device.type == "cuda" else None
+    return {"on": "inductor", "off": None}.get(setting, setting)
+
+
+@lru_cache(maxsize=None)
+def compiled_search(config: MCTSConfig, backend: str = "inductor") -> CompiledSearch:
+    """The process's :class:`CompiledSearch` of ``config``: made once, so that every
+    generation and shard of a process reuses its compiled graphs and captures."""
+    return CompiledSearch(config, backend)
+
+
+@dataclass
+class Counters:
+    """What the compiled searches of this process did (``bench selfplay`` reads them)."""
+
+    graph_calls: int = 0
+    """Compiled-graph invocations (each step call)."""
+    replays: int = 0
+    """CUDA graph replays (a captured move)."""
+    moves: int = 0
+
+
+@lru_cache(maxsize=None)
+def _compiled(fn: Callable, backend: str, mode: str | None) -> Callable:
+    """``fn`` compiled once per process: a new ``torch.compile`` wrapper per search would
+    compile again."""
+    return torch.compile(fn, fullgraph=True, dynamic=False, backend=backend, mode=mode)
+
+
+def compiled_steps(backend: str = "inductor", counters: Counters | None = None) -> mcts.Steps:
+    """:data:`~.mcts.Steps` compiled with ``backend`` (``inductor``; ``eager`` or
+    ``aot_eager`` trace without generating code: the tests' graph-break check)."""
+    counters = counters if counters is not None else Counters()
+    fns = [_compiled(f, backend, None) for f in (mcts._start, mcts._simulate, mcts._finish)]
+
+    def counted(fn):
+        def call(*args):
+            counters.graph_calls += 1
+            with torch._dynamo.config.patch(
+                recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True
+            ):
+                return fn(*args)
+
+        return call
+
+    return mcts.Steps(*(counted(f) for f in fns), compiled=True)
+
+
+class CompiledSearch:
+    """:func:`~.mcts.search` of one :class:`MCTSConfig` with compiled steps.
+
+    Args:
+        config: the search.
+        backend: ``torch.compile``'s backend (``inductor`` generates fused kernels).
+        cuda_graph: capture each ``(batch, network)`` move as a CUDA graph and replay it
+            (None: on CUDA with ``inductor``).
+    """
+
+    def __init__(
+        self, config: MCTSConfig, backend: str = "inductor", cuda_graph: bool | None = None
+    ):
+        self.config = config
+        self.backend = backend
+        self.cuda_graph = cuda_graph
+        self.counters = Counters()
+        self.steps = compiled_steps(backend, self.counters)
+        self._captured: dict[tuple, _Captured] = {}
+
+    def __call__(
+        self,
+        state: State,
+        evaluate_fn: EvaluateFn,
+        root_noise: torch.Tensor | None = None,
+        gumbel: torch.Tensor | None = None,
+    ) -> SearchResult:
+        """As :func:`~.mcts.search` with ``host_sync=False``; noise is given, never drawn."""
+        self.counters.moves += 1
+        capture = self.cuda_graph
+        if capture is None:
+            capture = state.device.type == "cuda" and self.backend == "inductor"
+        if not capture:
+            with torch.no_grad():
+                return self._search(state, evaluate_fn, root_noise, gumbel)
+        key = (state.batch_size, state.device, id(evaluate_fn), root_noise is None, gumbel is None)
+        captured = self._captured.get(key)
+        if captured is None:
+            captured = self._captured[key] = _Captured(self._search, evaluate_fn)
+        self.counters.replays += 1
+        return captured(state, root_noise, gumbel)
+
+    def _search(self, state, evaluate_fn, root_noise, gumbel) -> SearchResult:
+        return mcts.search(
+            state, evaluate_fn, self.config, root_noise=root_noise, gumbel=gumbel,
+            host_sync=False, steps=self.steps,
+        )  # fmt: skip
+
+
+class _Captured:
+    """One move (fixed batch, network and noise inputs) captured as a CUDA graph.
+
+    The inputs are copied into static tensors, the graph replays, and the outputs are
+    cloned (the next replay overwrites them). The first two calls warm up on a side stream
+    (they compile); the capture follows. The network's weights are read at replay, so a
+    new model copied into the same :func:`network` module needs no new capture.
+    """
+
+    def __init__(self, search_fn, evaluate_fn):
+        self.search_fn, self.evaluate_fn = search_fn, evaluate_fn
+        self.graph = None
+        self.static: list[torch.Tensor | None] | None = None
+        self.out = None
+
+    def _run(self, position, mask, ply, noise, gumbel):
+        with torch.no_grad():
+            return self.search_fn(State(position, mask, ply), self.evaluate_fn, noise, gumbel)
+
+    def __call__(self, state: State, noise, gumbel) -> SearchResult:
+        inputs = [state.position, state.mask, state.ply, noise, gumbel]
+        if self.graph is None:
+            self.static = [None if x is None else x.clone() for x in inputs]
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(2):  # compiles, allocates, warms up cuBLAS/cuDNN
+                    self._run(*self.static)
+            torch.cuda.current_stream().wait_stream(stream)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = self._run(*self.static)
+        for dst, src in zip(self.static, inputs, strict=True):
+            if dst is not None:
+                dst.copy_(src)
+        self.graph.replay()
+        out = self.out
+        return SearchResult(
+            out.visit_counts.clone(), out.root_value.clone(), out.tree,
+            None if out.policy is None else out.policy.clone(),
+            None if out.action is None else out.action.clone(),
+        )  # fmt: skip
+
+
+@dataclass
+class _Network:
+    """One module per architecture and device; a new model's weights are copied into it."""
+
+    module: nn.Module
+    evaluate_fn: EvaluateFn
+
+
+_NETWORKS: dict[tuple[str, str], _Network] = {}
+
+
+def network(model: nn.Module, device: torch.device) -> EvaluateFn:
+    """An :data:`~.inference.EvaluateFn` for ``model`` that compiled steps can call again with
+    the next model without recompiling: the same function and module every time for one
+    architecture and device, with ``model``'s weights copied in (in place).
+
+    Not for two models at once: the second call's weights replace the first's.
+    """
+    key = (json.dumps(model.config, sort_keys=True), str(device))
+    net = _NETWORKS.get(key)
+    if net is None:
+        module = copy.deepcopy(model).to(device).eval()
+        for p in module.parameters():
+            p.requires_grad_(False)
+
+        def evaluate_fn(boards: torch.Tensor):
+            logits, value = module(boards)
+            return logits.float(), value.float()
+
+        net = _NETWORKS[key] = _Network(module, evaluate_fn)
+    with torch.no_grad():
+        net.module.load_state_dict(model.state_dict())
+    return net.evaluate_fn
