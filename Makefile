@@ -78,16 +78,16 @@ comma := ,
 # xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process.
 TEST_WORKERS ?= auto
 test: setup
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: setup
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests scripts
 
 format: setup
-	$(BIN)/ruff check --fix src tests
-	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests scripts
+	$(BIN)/ruff format src tests scripts
 
 bench: setup
 	$(BIN)/python -m connect_zero_pipeline bench all

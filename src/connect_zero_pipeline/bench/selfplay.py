@@ -121,6 +121,7 @@ def run(args) -> Iterator[dict]:
                          "compiled": way == "compiled", "way": way, "device": device.type,
                          "model": preset}  # fmt: skip
                 if way == "compiled":
+                    extra["backend"] = backend
                     yield from _compiled_cell(model, roots, cfg, backend, extra)
                 else:
                     yield from _eager_cell(model, roots, cfg, host_sync, extra)
@@ -214,5 +215,5 @@ def _compiled_cell(model, roots, cfg: MCTSConfig, backend: str, extra: dict) -> 
     yield figure("selfplay", "graph_breaks", breaks, **extra)
     yield figure("selfplay", "graph_calls_per_move", per_move, **extra)
     yield figure("selfplay", "kernels_per_move", kernels, **extra)
-    yield figure("selfplay", "compile_s", compile_s, unit="s", backend=backend, **extra)
+    yield figure("selfplay", "compile_s", compile_s, unit="s", **extra)
     yield figure("selfplay", "recompiles", recompiles, **extra)

@@ -3,7 +3,8 @@
 The node's figure includes everything it does for a generation (tables to
 tensors with mirror augmentation, the schedule, the divergence guard, the
 metrics); the baseline is the minimal AdamW loop over the same minibatches.
-Both run with the node's default single torch thread, alternately.
+Both run with the node's default single torch thread, alternately, on the node's
+default device (``auto``: CUDA when there is one, with its synchronisations timed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pandas as pd
 import torch
 
 from ..core.bitboard import initial_state, play, random_legal_actions, reset_done
+from ..core.config import resolve_device
 from ..core.models import build_model
 from ..core.training import PI_COLUMNS, alphazero_loss, games_to_tensors
 from ..executors.settings import NodeSettings
@@ -49,7 +51,7 @@ def _games_table(rows: int, seed: int = 0) -> pd.DataFrame:
 def _bare_loop(model, boards, pi, z, cfg: TrainParams, num_steps: int) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     n = boards.shape[0]
-    perm = torch.randperm(n)
+    perm = torch.randperm(n).to(boards.device)
     per_pass = max(1, n // cfg.batch_size)
     for step in range(num_steps):
         k = step % per_pass
@@ -66,15 +68,17 @@ def run(args) -> Iterator[dict]:
     os.environ.setdefault("TQDM_DISABLE", "1")  # the node's progress bar: not part of the figure
     rows = 4_000 if args.quick else 16_000
     repeats = 1 if args.quick else 3
-    cfg = TrainParams(node=NodeSettings(device="cpu", num_threads=None))
+    device = resolve_device("auto")
+    cfg = TrainParams(node=NodeSettings(device=device.type, num_threads=None))
     table = _games_table(rows)
     params = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__ if k != "node"}
-    params["node"] = {"device": "cpu", "num_threads": None}
+    params["node"] = {"device": device.type, "num_threads": None}
     torch.manual_seed(0)
     model = build_model("tiny")
     boards, pi, z = games_to_tensors(
         [table], mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
     )
+    boards, pi, z = boards.to(device), pi.to(device), z.to(device)
     num_steps = max(1, round(cfg.samples_per_position * boards.shape[0] / cfg.batch_size))
     samples = num_steps * cfg.batch_size
     node_best = bare_best = 0.0
@@ -85,9 +89,11 @@ def run(args) -> Iterator[dict]:
         node_best = max(node_best, samples / (time.perf_counter() - start))
         torch.set_num_threads(cfg.node.num_threads or threads)
         try:
-            net = build_model("tiny").train()
+            net = build_model("tiny").to(device).train()
             start = time.perf_counter()
             _bare_loop(net, boards, pi, z, cfg, num_steps)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
             bare_best = max(bare_best, samples / (time.perf_counter() - start))
         finally:
             torch.set_num_threads(threads)
@@ -101,4 +107,5 @@ def run(args) -> Iterator[dict]:
         rows=rows,
         steps=num_steps,
         threads=cfg.node.num_threads,
+        device=device.type,
     )

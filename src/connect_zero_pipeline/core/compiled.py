@@ -31,7 +31,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import torch
 from torch import nn
@@ -65,7 +65,7 @@ def compile_backend(setting: str, device: torch.device) -> str | None:
     return {"on": "inductor", "off": None}.get(setting, setting)
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled_search(config: MCTSConfig, backend: str = "inductor") -> CompiledSearch:
     """The process's :class:`CompiledSearch` of ``config``: made once, so that every
     generation and shard of a process reuses its compiled graphs and captures."""
@@ -83,7 +83,7 @@ class Counters:
     moves: int = 0
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(fn: Callable, backend: str, mode: str | None) -> Callable:
     """``fn`` compiled once per process: a new ``torch.compile`` wrapper per search would
     compile again."""

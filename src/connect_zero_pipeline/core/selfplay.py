@@ -355,7 +355,6 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
     search_fn = partial(search, config=mcts_cfg) if program is None else program
     b_slot = torch.arange(slots.start, slots.stop, dtype=torch.int64, device=device)  # (G,)
     keys = slot_keys(cfg.seed, generation, b_slot)
-    draws = _draws_per_step(mcts_cfg)
     state = initial_state(G, device)
     episode = torch.zeros(G, dtype=torch.int64, device=device)
     rec = {
@@ -381,21 +380,15 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         # Every slot plays the first T steps; then only the games in progress (a slot
         # reset after its game ended has 0 stones): compacted in an eager search, masked
         # in a compiled one (its shapes are fixed).
-        if program is None:
-            idx = every_slot if t < T else (state.ply > 0).nonzero().squeeze(1)
-            if idx.numel() == 0:
+        idx, active = every_slot, None
+        if t >= T:
+            active = state.ply > 0  # (G,)
+            if program is None:
+                idx, active = active.nonzero().squeeze(1), None
+            if not bool(idx.numel() if active is None else active.any()):
                 break
-            searched += len(idx)
-            rows, state = _step(state.take(idx), keys[idx], t, evaluate_fn, cfg, search_fn,
-                                None, episode[idx], state, idx)  # fmt: skip
-        else:
-            active = None if t < T else state.ply > 0  # (G,)
-            if active is not None and not bool(active.any()):
-                break
-            searched += G if active is None else int(active.sum())
-            rows, state = _step(state, keys, t, evaluate_fn, cfg, search_fn, active, episode,
-                                state, every_slot)  # fmt: skip
-            idx = every_slot
+        searched += len(idx) if active is None else int(active.sum())
+        rows, state = _step(state, idx, active, keys, episode, t, evaluate_fn, cfg, search_fn)
         for name, value in rows.items():
             rec[name][t, idx] = value
         episode[idx] += rows["done"].long()
@@ -416,14 +409,16 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
     return table
 
 
-def _step(sub: State, keys, t: int, evaluate_fn, cfg: SelfPlayConfig, search_fn, active,
-          episode, state: State, idx):  # fmt: skip
-    """One self-play move of the games ``sub`` (the slots ``idx`` of ``state``): their
-    uniforms of step ``t``, a search each, the move played. ``active [B] bool`` (or None:
-    all) marks the games in progress; the others are searched as finished boards (a no-op)
-    and record nothing that is kept (``done`` is false). Returns the step's record rows and
-    the next state of every slot (finished games restarted)."""
-    before = sub
+def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: SelfPlayConfig,
+          search_fn):  # fmt: skip
+    """One self-play move of the slots ``idx [B]`` of ``state`` (``keys [G]`` their random
+    streams, ``episode [G]`` their game counters): the uniforms of step ``t``, a search
+    each, the move played. ``active [G] bool`` (None: all) marks the games in progress in a
+    masked step (``idx`` every slot); the others are searched as finished boards (a no-op)
+    and record nothing that is kept (``done`` is false). Returns the step's ``[B]`` record
+    rows and the next state of every slot (finished games restarted)."""
+    sub = before = state.take(idx)
+    keys, episode = keys[idx], episode[idx]
     if active is not None:  # a board with every cell taken is finished: its search is a no-op
         sub = State(torch.where(active, sub.position, 0),
                     torch.where(active, sub.mask, BOARD_MASK), sub.ply)  # fmt: skip

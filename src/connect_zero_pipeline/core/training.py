@@ -221,6 +221,32 @@ def train_steps(config: TrainConfig, new_rows: int) -> int:
     return max(1, math.ceil(config.samples_per_position * new_rows / config.batch_size))
 
 
+def train_step(
+    net: nn.Module,
+    opt: torch.optim.Optimizer,
+    boards: torch.Tensor,
+    pi: torch.Tensor,
+    z: torch.Tensor,
+    config: TrainConfig,
+) -> torch.Tensor:
+    """One optimiser step on a minibatch (``boards int8 [B, 6, 7]``, ``pi [B, 7]``, ``z [B]``).
+
+    Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
+    device, read by nobody here: the step never waits for the device.
+    """
+    logits, value = net(boards)
+    loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.grad_clip > 0:
+        nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
+    opt.step()
+    with torch.no_grad():
+        p = F.softmax(logits, 1)
+        entropy = -(p * torch.log(p.clamp_min(1e-12))).sum(1).mean()
+        return torch.stack([loss, policy_loss, value_loss, entropy]).detach()
+
+
 def train_model(
     model: nn.Module,
     boards: torch.Tensor,
@@ -295,20 +321,9 @@ def train_model(
             idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
             for group in opt.param_groups:
                 group["lr"] = lrs[step]
-            logits, value = net(b_boards[idx])
-            loss, policy_loss, value_loss = alphazero_loss(
-                logits, value, b_pi[idx], b_z[idx], config.value_coef
-            )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.grad_clip > 0:
-                nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip)
-            opt.step()
-            with torch.no_grad():
-                p = F.softmax(logits, 1)
-                entropy = -(p * torch.log(p.clamp_min(1e-12))).sum(1).mean()
-                sums += torch.stack([loss, policy_loss, value_loss, entropy]).detach()
-                window[step % check_every] = loss.detach()
+            stats = train_step(net, opt, b_boards[idx], b_pi[idx], b_z[idx], config)
+            sums += stats
+            window[step % check_every] = stats[0]
             epoch_steps += 1
             if (step + 1) % check_every == 0 or step + 1 == num_steps:
                 _check_losses(window[: (step % check_every) + 1], step, config.max_loss)
