@@ -52,8 +52,9 @@ check)
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   "$py" -m venv "$tmp/venv"
-  # torch as the GPU machine has it: here the machine's own wheel, there its CUDA build.
-  "$tmp/venv/bin/python" -m pip install --quiet --no-deps --no-index \
+  # torch and its own dependencies as the GPU machine has them (here this machine's wheel
+  # and package index, there its CUDA build): not part of the list under test.
+  "$tmp/venv/bin/python" -m pip install --quiet \
     "torch==$("$py" -c 'import torch; print(torch.__version__.split("+")[0])')"
   # Everything else from DIR alone: no index, no other wheel folder, no pip config.
   PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS="$dir" "$tmp/venv/bin/python" -m pip install \

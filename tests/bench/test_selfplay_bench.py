@@ -8,19 +8,31 @@ from connect_zero_pipeline.bench.selfplay import run
 
 FIGURES = ["positions_per_s", "evals_per_s", "host_syncs_per_move", "aten_ops_per_move",
            "bytes_per_slot"]  # fmt: skip
+COMPILED = ["graph_breaks", "graph_calls_per_move", "kernels_per_move", "compile_s", "recompiles"]
+WAYS = [("host_sync", True, False), ("device", False, False), ("compiled", False, True)]
 
 
-def test_bench_selfplay_counts_the_host_syncs_of_both_ways():
-    lines = list(run(argparse.Namespace(quick=True)))
-    keys = [(line["batch"], line["sims"], line["host_sync"], line["figure"]) for line in lines]
-    assert keys == [(b, 8, h, f) for b in (32, 128) for h in (True, False) for f in FIGURES]
+def test_bench_selfplay_counts_the_host_syncs_and_graph_calls_of_every_way():
+    # The compiled cells traced by torch.compile's eager backend: the same graphs, no codegen.
+    lines = list(run(argparse.Namespace(quick=True, compile="eager")))
+    keys = [(line["batch"], line["sims"], line["way"], line["figure"]) for line in lines]
+    assert keys == [(b, 8, way, f) for b in (32, 128) for way, _, c in WAYS
+                    for f in FIGURES + COMPILED * c]  # fmt: skip
+    assert all(line["host_sync"] == (line["way"] == "host_sync") for line in lines)
+    assert all(line["compiled"] == (line["way"] == "compiled") for line in lines)
     value = {key: line["value"] for key, line in zip(keys, lines, strict=True)}
     for batch in (32, 128):
         # Without host sync, none in the whole move; with it, several per simulation.
-        assert value[batch, 8, False, "host_syncs_per_move"] == 0
-        assert value[batch, 8, True, "host_syncs_per_move"] > 8
+        assert value[batch, 8, "device", "host_syncs_per_move"] == 0
+        assert value[batch, 8, "compiled", "host_syncs_per_move"] == 0
+        assert value[batch, 8, "host_sync", "host_syncs_per_move"] > 8
         # The fixed shapes run every level and evaluate every leaf: more ops.
         assert (
-            value[batch, 8, False, "aten_ops_per_move"] > value[batch, 8, True, "aten_ops_per_move"]
+            value[batch, 8, "device", "aten_ops_per_move"]
+            > value[batch, 8, "host_sync", "aten_ops_per_move"]
         )
-        assert all(value[batch, 8, h, "positions_per_s"] > 0 for h in (True, False))
+        # Compiled: one graph per step, no break, nothing compiled again by a later move.
+        assert value[batch, 8, "compiled", "graph_calls_per_move"] == 8 + 2
+        assert value[batch, 8, "compiled", "graph_breaks"] == 0
+        assert value[batch, 8, "compiled", "recompiles"] == 0
+        assert all(value[batch, 8, w, "positions_per_s"] > 0 for w, _, _ in WAYS)

@@ -122,6 +122,10 @@ def test_compile_settings_are_checked_and_mean_a_backend():
     with pytest.raises(ValueError, match=r"compile.*'yes'"):
         NodeSettings(compile="yes")
     assert NodeSettings().compile == "auto" and set(COMPILE) >= {"auto", "on", "off"}
+    # YAML reads a bare `compile: on` / `off` as a boolean.
+    assert (
+        NodeSettings(compile=True).compile == "on" and NodeSettings(compile=False).compile == "off"
+    )
     with pytest.raises(ValueError, match="backend is 'onnxruntime'"):
         self_play(SelfPlayConfig(num_games=2, moves_per_gen=1), model=build_model("tiny"),
                   compile="eager", backend="onnxruntime")  # fmt: skip

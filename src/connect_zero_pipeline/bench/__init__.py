@@ -25,6 +25,7 @@ BENCHES = {
     "scale": "connect_zero_pipeline.bench.scale:run",
     "pool": "connect_zero_pipeline.bench.pool:run",
     "selfplay": "connect_zero_pipeline.bench.selfplay:run",
+    "compile": "connect_zero_pipeline.bench.compile:run",
 }
 
 

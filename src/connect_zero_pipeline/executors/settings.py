@@ -36,9 +36,10 @@ class NodeSettings:
     backend: str = "auto"
     """A search's network evaluation: ``auto`` (onnxruntime on CPU, torch on CUDA),
     ``torch`` or ``onnxruntime``."""
-    compile: str = "auto"
+    compile: str | bool = "auto"
     """A search's device path compiled (``core.compiled``): ``auto`` (on CUDA), ``on``,
-    ``off``, or ``eager``/``aot_eager`` (trace only, to debug graphs; no speed-up)."""
+    ``off``, or ``eager``/``aot_eager`` (trace only, to debug graphs; no speed-up). YAML
+    reads a bare ``on``/``off`` as true/false: those mean ``on``/``off`` too."""
     executor: str = "local"
     """``local`` (this machine) or ``ray`` (a Ray cluster: self-play shards on actors,
     solver chunks as tasks; ``docs/scaling.md``)."""
@@ -53,6 +54,8 @@ class NodeSettings:
         check(self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
               "num_threads", self.num_threads, "null or an integer >= 1")  # fmt: skip
         check(self.backend in BACKENDS, "backend", self.backend, f"one of {BACKENDS}")
+        if isinstance(self.compile, bool):  # YAML 1.1: `compile: on` arrives as True
+            object.__setattr__(self, "compile", "on" if self.compile else "off")
         check(self.compile in COMPILE, "compile", self.compile, f"one of {COMPILE}")
         check(self.executor in EXECUTORS, "executor", self.executor, "'local' or 'ray'")
         check(is_int(self.workers) and self.workers >= 0, "workers", self.workers,

@@ -1,0 +1,75 @@
+"""``bench compile``: what compiling self-play's search costs at the recipe's shapes.
+
+The recipe is the project's parameters (``conf/base`` and ``local``, or the env that
+``KEDRO_ENV`` names: ``KEDRO_ENV=gpu`` for ``conf/gpu``): one process's batch (the slots
+of one shard: ``num_games`` over the local workers, on the CPU one per core), the search
+and the network preset. Two self-play moves run through the compiled search on this
+machine's device: the first compiles every graph (or loads it from inductor's on-disk
+cache), the second only runs. Figures: ``compile_s`` (first move minus second),
+``first_move_s``, ``move_s``, ``graphs`` (compiled graphs) and ``graph_breaks``.
+``--compile`` names another ``torch.compile`` backend (``eager``: the tracing alone).
+
+Cold and warm, as docs/benchmarks.md reports them::
+
+    export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)   # an empty cache: cold
+    python -m connect_zero_pipeline bench compile  # cold
+    python -m connect_zero_pipeline bench compile  # the same cache: warm
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import torch
+
+from ..core.bitboard import play
+from ..core.compiled import compile_backend, compiled_search, network
+from ..core.config import resolve_device
+from ..core.models import build_model
+from ..core.selfplay import DEFAULT_NUM_THREADS
+from . import figure
+from .mcts import _roots
+
+
+def run(args) -> Iterator[dict]:
+    from torch._dynamo.utils import counters
+
+    from ..pipelines.structure import section
+
+    selfplay, spec = section("selfplay"), section("model")
+    device = resolve_device("auto")
+    recipe_device = torch.device("cpu" if selfplay.node.device == "auto" else "cuda")
+    batch = math.ceil(selfplay.num_games / selfplay.node.local_workers(recipe_device))
+    backend = getattr(args, "compile", None) or compile_backend("on", device)
+    if device.type == "cpu":
+        torch.set_num_threads(selfplay.node.num_threads or DEFAULT_NUM_THREADS)
+    torch.manual_seed(0)
+    model = build_model(spec.config())
+    evaluate_fn = network(model, device)
+    program = compiled_search(selfplay.mcts, backend)
+    roots = _roots(batch, 10, seed=0)
+    roots = type(roots)(*(x.to(device) for x in roots))
+    gumbel = torch.zeros(batch, 7, device=device) if selfplay.mcts.search == "gumbel" else None
+    noise = None if gumbel is not None else torch.full((batch, 7), 1 / 7, device=device)
+
+    def move() -> float:
+        start = time.perf_counter()
+        result = program(roots, evaluate_fn, root_noise=noise, gumbel=gumbel)
+        play(roots, result.visit_counts.argmax(1), validate=False)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    graphs, breaks = counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
+    first = move()
+    graphs = counters["stats"]["unique_graphs"] - graphs
+    second = move()
+    extra = {"batch": batch, "sims": selfplay.mcts.sims, "search": selfplay.mcts.search,
+             "model": spec.preset, "device": device.type, "backend": backend}  # fmt: skip
+    yield figure("compile", "compile_s", first - second, unit="s", **extra)
+    yield figure("compile", "first_move_s", first, unit="s", **extra)
+    yield figure("compile", "move_s", second, unit="s", **extra)
+    yield figure("compile", "graphs", graphs, **extra)
+    yield figure("compile", "graph_breaks", sum(counters["graph_break"].values()) - breaks, **extra)
