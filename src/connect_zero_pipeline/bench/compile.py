@@ -9,6 +9,12 @@ cache), the second only runs. Figures: ``compile_s`` (first move minus second),
 ``first_move_s``, ``move_s``, ``graphs`` (compiled graphs) and ``graph_breaks``.
 ``--compile`` names another ``torch.compile`` backend (``eager``: the tracing alone).
 
+Then whole self-play generations of the recipe as ``kedro run`` plays them (its workers
+kept between generations, its backend), eager and compiled, side by side: two each, the
+first compiled one paying its workers' compiles (``generation_s`` per ``compiled`` and
+``generation``; ``--quick`` skips them). The CPU's ``compile: auto`` stays eager unless
+these and ``bench selfplay`` measure the compiled search faster.
+
 Cold and warm, as docs/benchmarks.md reports them::
 
     export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)   # an empty cache: cold
@@ -18,6 +24,7 @@ Cold and warm, as docs/benchmarks.md reports them::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterator
@@ -73,3 +80,18 @@ def run(args) -> Iterator[dict]:
     yield figure("compile", "move_s", second, unit="s", **extra)
     yield figure("compile", "graphs", graphs, **extra)
     yield figure("compile", "graph_breaks", sum(counters["graph_break"].values()) - breaks, **extra)
+    if getattr(args, "quick", False):
+        return
+    from ..executors import local, play_generation
+
+    for compiled in (False, True):
+        setting = "on" if backend == "inductor" else backend  # node.compile's spelling
+        node = dataclasses.replace(selfplay.node, compile=setting if compiled else "off")
+        for generation in (1, 2):
+            start = time.perf_counter()
+            play_generation(selfplay, model, generation, node)
+            seconds = time.perf_counter() - start
+            yield figure("compile", "generation_s", seconds, unit="s", compiled=compiled,
+                         generation=generation, num_games=selfplay.num_games,
+                         workers=node.local_workers(device), **extra)  # fmt: skip
+        local.close_pools()

@@ -148,8 +148,18 @@ class CompiledSearch:
         captured = self._captured.get(key)
         if captured is None:
             captured = self._captured[key] = _Captured(self._search, evaluate_fn)
+        try:
+            result = captured(state, root_noise, gumbel)
+        except RuntimeError as exc:  # a capture that fails costs speed, never the run
+            if captured.graph is not None:
+                raise
+            log.warning("CUDA graph capture of the search failed (%s); it runs compiled "
+                        "without it", str(exc).splitlines()[0])  # fmt: skip
+            self.cuda_graph = False
+            with torch.no_grad():
+                return self._search(state, evaluate_fn, root_noise, gumbel)
         self.counters.replays += 1
-        return captured(state, root_noise, gumbel)
+        return result
 
     def _search(self, state, evaluate_fn, root_noise, gumbel) -> SearchResult:
         return mcts.search(
@@ -162,7 +172,8 @@ class _Captured:
     """One move (fixed batch, network and noise inputs) captured as a CUDA graph.
 
     The inputs are copied into static tensors, the graph replays, and the outputs are
-    cloned (the next replay overwrites them). The first two calls warm up on a side stream
+    cloned (the next replay overwrites them; the returned tree is the graph's own, valid
+    until the next replay). The first two calls warm up on a side stream
     (they compile); the capture follows. The network's weights are read at replay, so a
     new model copied into the same :func:`network` module needs no new capture.
     """
