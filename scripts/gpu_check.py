@@ -1,6 +1,6 @@
 """The first run on a machine with an NVIDIA GPU, in one command (docs/gpu.md).
 
-    scripts/gpu_check.sh OUT [--cap-minutes 12] [--sizes 512,4096,16384,65536]
+    scripts/gpu_check.sh OUT [--cap-minutes 8] [--sizes 512,16384,65536]
     scripts/gpu_check.sh OUT --tiny      # the same steps on the CPU at tiny sizes (CI)
 
 Each step writes its raw output under ``OUT`` and one JSON line to ``OUT/results.jsonl``
@@ -304,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cap-minutes",
         type=float,
-        default=12.0,
-        help="time-to-target run: stop after this long (default 12)",
+        default=8.0,
+        help="time-to-target run: stop after this long (default 8)",
     )
-    parser.add_argument("--sizes", default="512,4096,16384,65536", help="bench selfplay batches")
+    parser.add_argument("--sizes", default="512,16384,65536", help="bench selfplay batches")
     args = parser.parse_args(argv)
     check = Check(args.out.resolve())
     cuda = step_env(check)
@@ -323,11 +323,9 @@ def main(argv: list[str] | None = None) -> int:
                 "selfplay.node.compile": "on" if cuda else "eager"}  # fmt: skip
         step_run(check, "time_to_target", tiny, 600, sims=2, watch=False)
     else:
-        _bench(
-            check, "bench_selfplay", ["selfplay", "--sizes", args.sizes, "--sims", "16,64"], 1500
-        )
+        _bench(check, "bench_selfplay", ["selfplay", "--sizes", args.sizes, "--sims", "16,64"], 900)
         _bench(check, "bench_train", ["train"], 600)
-        step_run(check, "kedro_tiny", {**TINY, "selfplay.node.compile": "on"}, 900, sims=2,
+        step_run(check, "kedro_tiny", {**TINY, "selfplay.node.compile": "on"}, 600, sims=2,
                  watch=False)  # fmt: skip
         step_run(check, "time_to_target", {"evaluate.benchmark.sims": [600]},
                  args.cap_minutes * 60, sims=600, watch=True)  # fmt: skip

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The first run on a machine with an NVIDIA GPU, in one command (docs/gpu.md):
-#   scripts/gpu_check.sh OUT [--cap-minutes 12] [--sizes 512,4096,16384,65536]
+#   scripts/gpu_check.sh OUT [--cap-minutes 8] [--sizes 512,16384,65536]
 #   scripts/gpu_check.sh OUT --tiny     # every step at smoke sizes, on any device
 # Writes OUT/results.jsonl (one JSON line a step) and OUT/summary.md; exit 1 if a step failed.
 # Needs the project installed: make setup, or offline scripts/offline_wheels.sh install.
