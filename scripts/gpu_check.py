@@ -21,7 +21,8 @@ Steps:
    every generation, watched until ``solver.acc`` >= 0.85 and MCTS-600 makes <= 0.5% weak
    mistakes on both public Pons sets, or ``--cap-minutes``; then stopped.
 
-``--tiny`` runs steps 1-4 at smoke sizes on any device and joins 5 and 6 into one tiny
+``--tiny`` runs steps 1-4 at smoke sizes on any device (the benchmark's eager cells) and
+joins 5 and 6 into one tiny
 run of a single generation (the targets are then not reached: the check is that the
 watch reads a generation's metrics).
 """
@@ -39,6 +40,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CUDA_TESTS = ["tests/core/test_mcts.py", "tests/core/test_compiled.py"]  # the `gpu`-marked ones
 TARGET_ACC = 0.85
 TARGET_WEAK = 0.005
 PUBLIC_SETS = ("Test_L3_R1", "Test_L2_R1")
@@ -312,11 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     check = Check(args.out.resolve())
     cuda = step_env(check)
     ok, seconds, _ = check.run("cuda_tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-q",
-                                              "-p", "no:cacheprovider", "tests/core"], 600)  # fmt: skip
+                                              "-p", "no:cacheprovider", *CUDA_TESTS], 600)  # fmt: skip
     check.record("cuda_tests", ok, seconds, cuda=cuda)
     if args.tiny:
+        # The compiled cells have their own test (tests/bench): here the step's plumbing.
         _bench(check, "bench_selfplay", ["selfplay", "--quick", "--sizes", "32",
-                                          "--compile", "eager"], 600)  # fmt: skip
+                                          "--compile", "off"], 600)  # fmt: skip
         _bench(check, "bench_train", ["train", "--quick"], 600)
         device = "cuda" if cuda else "cpu"
         tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")},
