@@ -13,7 +13,9 @@ Then whole self-play generations of the recipe as ``kedro run`` plays them (its 
 kept between generations, its backend), eager and compiled, side by side: two each, the
 first compiled one paying its workers' compiles (``generation_s`` per ``compiled`` and
 ``generation``; ``--quick`` skips them). The CPU's ``compile: auto`` stays eager unless
-these and ``bench selfplay`` measure the compiled search faster.
+these and ``bench selfplay`` measure the compiled search faster. Before them, a tiny
+generation played eagerly (torch) and compiled: ``same_actions`` (1: the same games) and
+``max_abs_diff`` of their float columns.
 
 Cold and warm, as docs/benchmarks.md reports them::
 
@@ -82,6 +84,7 @@ def run(args) -> Iterator[dict]:
     yield figure("compile", "graph_breaks", sum(counters["graph_break"].values()) - breaks, **extra)
     if getattr(args, "quick", False):
         return
+    yield from _same_games(backend, device)
     from ..executors import local, play_generation
 
     for compiled in (False, True):
@@ -95,3 +98,27 @@ def run(args) -> Iterator[dict]:
                          generation=generation, num_games=selfplay.num_games,
                          workers=node.local_workers(device), **extra)  # fmt: skip
         local.close_pools()
+
+
+def _same_games(backend: str, device: torch.device) -> Iterator[dict]:
+    """A tiny generation (24 slots, 12 steps, 8 simulations, the ``tiny`` network) played
+    eagerly (torch) and compiled: ``same_actions`` (1: every action, game and ply equal),
+    ``max_abs_diff`` of the float columns (targets, values)."""
+    from dataclasses import replace
+
+    from ..core.selfplay import SEARCH, SelfPlayConfig, self_play
+
+    torch.manual_seed(0)
+    model = build_model("tiny")
+    cfg = SelfPlayConfig(num_games=24, moves_per_gen=12, mcts=replace(SEARCH, sims=8))
+    eager = self_play(cfg, model=model, device=device, compile="off", backend="torch")
+    setting = "on" if backend == "inductor" else backend
+    compiled = self_play(cfg, model=model, device=device, compile=setting)
+    same = len(eager) == len(compiled) and all(
+        eager[c].equals(compiled[c]) for c in ("game", "ply", "position", "action")
+    )
+    floats = [c for c in eager.columns if eager[c].dtype.kind == "f"]
+    diff = float((eager[floats] - compiled[floats]).abs().max().max()) if same else float("nan")
+    extra = {"rows": len(eager), "backend": backend, "device": device.type}
+    yield figure("compile", "same_actions", float(same), **extra)
+    yield figure("compile", "max_abs_diff", diff, **extra)
