@@ -8,8 +8,8 @@ move. :class:`CompiledSearch` runs its three steps (:data:`~.mcts.Steps`) compil
 - ``simulate``: one whole simulation (select, expand with its network call, backup) per
   graph call. The simulation number is a device tensor and the descent bound is rounded
   up to one of :data:`~.mcts.DESCENT_BOUNDS`, so a search of any ``sims`` compiles at most
-  8 simulation graphs (the compile time stays flat in ``sims``) and calls them ``sims``
-  times;
+  8 simulation graphs (the compile time is bounded in ``sims``: past 33 simulations no
+  new graph) and calls them ``sims`` times;
 - ``finish``: the root's visit counts, value, improved policy and move: one graph.
 
 So a move is ``sims + 2`` graph calls. On CUDA the whole move is then captured once as a
@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 COMPILE = ("auto", "on", "off", "eager", "aot_eager")
 """The ``node.compile`` setting: ``on`` compiles with inductor (fused generated kernels),
-``auto`` on CUDA only (on the CPU the eager search with host reads measured faster:
-docs/benchmarks.md), ``off`` never. ``eager`` and ``aot_eager`` trace the same graphs
+``auto`` on CUDA only (on the CPU a whole default generation measured 2x slower compiled
+than eager: docs/benchmarks.md), ``off`` never. ``eager`` and ``aot_eager`` trace the same graphs
 without generating code (torch.compile's debugging backends: every graph break or
 recompilation shows, in seconds instead of minutes; no speed-up)."""
 RECOMPILE_LIMIT = 64
