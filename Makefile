@@ -28,7 +28,7 @@ EXTRAS      ?= dev,ray
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run resume test lint format bench viz viz-full mlflow play play-cli clean-venv web
+.PHONY: setup run resume test browser lint format bench viz viz-full mlflow play play-cli clean-venv web
 
 setup: $(VENV)/.installed web
 
@@ -42,7 +42,7 @@ $(VENV)/.installed: pyproject.toml
 	@# PYTHONDONTWRITEBYTECODE set, as on this project's machines, Python would otherwise
 	@# compile them again in every process. (Files some packages ship that are not Python 3
 	@# fail to compile, as under pip, and are left as they are.)
-	-$(BIN)/python -m compileall -q -j 0 $$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") >/dev/null 2>&1
+	$(BIN)/python -m compileall -q -j 0 $$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") >/dev/null 2>&1 || true
 	touch $@
 
 # The export's offline play page vendors onnxruntime-web, pinned in $(WEB_DIR)/package.json
@@ -77,10 +77,24 @@ comma := ,
 # handed out in collection order, the slow ones first (tests/conftest.py). (loadgroup's
 # xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process.
 TEST_WORKERS ?= auto
-test: setup
+test: setup browser
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The play page's tests drive Debian's chromium. Missing, it is installed here when this
+# user may (root, or password-less sudo); otherwise one line says what to run, before any
+# test. CZ_CHROMIUM=/path/to/chromium names another; CZ_SKIP_BROWSER=1 skips those tests.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	  || [ -n "$$CZ_CHROMIUM" ] || [ "$$CZ_SKIP_BROWSER" = 1 ] || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else sudo=none; fi; \
+	  if [ "$$sudo" = none ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "make test: the play page's tests need Debian's chromium: run 'sudo apt-get install -y chromium' (or set CZ_CHROMIUM=/path/to/chromium, or CZ_SKIP_BROWSER=1 to skip them)" >&2; \
+	    exit 2; fi; \
+	  echo "Installing Debian's chromium for the play page's tests (apt-get install chromium)"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 lint: setup
 	$(BIN)/ruff check src tests scripts

@@ -59,7 +59,7 @@ def _chromium() -> str:
     if os.environ.get("CZ_SKIP_BROWSER") == "1":
         pytest.skip("chromium not installed and CZ_SKIP_BROWSER=1")
     pytest.fail(
-        "chromium is not installed: apt-get install -y chromium (as .ci/run does), "
+        "chromium is not installed: apt-get install -y chromium (as make test does when it may), "
         "or set CZ_CHROMIUM=/path/to/chromium; CZ_SKIP_BROWSER=1 skips these tests explicitly"
     )
 
