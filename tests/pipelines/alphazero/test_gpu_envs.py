@@ -29,6 +29,8 @@ def test_the_gpu_check_runs_every_step_and_the_gpu_env_end_to_end(tmp_path):
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:] + json.dumps(rows)
     assert list(rows) == ["env", "cuda_tests", "bench_selfplay", "bench_train", "time_to_target"]
     assert all(r["ok"] for r in rows.values())
+    if not torch.cuda.is_available():  # the CUDA parts are skipped, and say so
+        assert rows["cuda_tests"]["skipped"] == rows["bench_train"]["skipped"] == "no CUDA"
     summary = (out / "summary.md").read_text()
     assert "| time_to_target | yes |" in summary and "host_syncs_per_move" in summary
     bench = [json.loads(x) for x in (out / "bench_selfplay.jsonl").read_text().splitlines()]
