@@ -38,7 +38,11 @@ def test_the_gpu_check_runs_every_step_and_the_gpu_env_end_to_end(tmp_path):
     # The watched run read its generation's evaluation, public sets included.
     run = rows["time_to_target"]
     assert run["generations"] == 1 and 0 < run["last_solver_acc"] < 1
-    assert "| 1 |" in summary.split("### time_to_target")[1]
+    row = next(
+        x for x in summary.split("### time_to_target")[1].splitlines() if x.startswith("| 1 |")
+    )
+    weak = [float(x) for x in row.strip(" |").split(" | ")[3:]]  # MCTS-2 on both public sets
+    assert len(weak) == 2 and all(0 <= w <= 1 for w in weak)
     # The env's own keys took effect (its `small` network) ...
     project = out / "time_to_target"
     model = torch.load(latest(project, "data/06_models/gen_001/model.pt"), weights_only=True)
