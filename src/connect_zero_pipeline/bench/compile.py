@@ -34,7 +34,7 @@ from collections.abc import Iterator
 import torch
 
 from ..core.bitboard import play
-from ..core.compiled import compile_backend, compiled_search, network
+from ..core.compiled import compile_backend, compile_setting, compiled_search, network
 from ..core.config import resolve_device
 from ..core.models import build_model
 from ..core.selfplay import DEFAULT_NUM_THREADS
@@ -88,8 +88,8 @@ def run(args) -> Iterator[dict]:
     from ..executors import local, play_generation
 
     for compiled in (False, True):
-        setting = "on" if backend == "inductor" else backend  # node.compile's spelling
-        node = dataclasses.replace(selfplay.node, compile=setting if compiled else "off")
+        setting = compile_setting(backend) if compiled else "off"
+        node = dataclasses.replace(selfplay.node, compile=setting)
         for generation in (1, 2):
             start = time.perf_counter()
             play_generation(selfplay, model, generation, node)
@@ -112,8 +112,7 @@ def _same_games(backend: str, device: torch.device) -> Iterator[dict]:
     model = build_model("tiny")
     cfg = SelfPlayConfig(num_games=24, moves_per_gen=12, mcts=replace(SEARCH, sims=8))
     eager = self_play(cfg, model=model, device=device, compile="off", backend="torch")
-    setting = "on" if backend == "inductor" else backend
-    compiled = self_play(cfg, model=model, device=device, compile=setting)
+    compiled = self_play(cfg, model=model, device=device, compile=compile_setting(backend))
     same = len(eager) == len(compiled) and all(
         eager[c].equals(compiled[c]) for c in ("game", "ply", "position", "action")
     )

@@ -65,6 +65,12 @@ def compile_backend(setting: str, device: torch.device) -> str | None:
     return {"on": "inductor", "off": None}.get(setting, setting)
 
 
+def compile_setting(backend: str) -> str:
+    """The ``node.compile`` value that compiles with ``backend`` (inverse of
+    :func:`compile_backend` on CUDA)."""
+    return "on" if backend == "inductor" else backend
+
+
 @cache
 def compiled_search(config: MCTSConfig, backend: str = "inductor") -> CompiledSearch:
     """The process's :class:`CompiledSearch` of ``config``: made once, so that every

@@ -380,14 +380,15 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         # Every slot plays the first T steps; then only the games in progress (a slot
         # reset after its game ended has 0 stones): compacted in an eager search, masked
         # in a compiled one (its shapes are fixed).
-        idx, active = every_slot, None
+        idx, active, playing = every_slot, None, G
         if t >= T:
             active = state.ply > 0  # (G,)
             if program is None:
                 idx, active = active.nonzero().squeeze(1), None
-            if not bool(idx.numel() if active is None else active.any()):
+            playing = len(idx) if active is None else int(active.sum())  # one host read
+            if playing == 0:
                 break
-        searched += len(idx) if active is None else int(active.sum())
+        searched += playing
         rows, state = _step(state, idx, active, keys, episode, t, evaluate_fn, cfg, search_fn)
         for name, value in rows.items():
             rec[name][t, idx] = value
