@@ -66,6 +66,12 @@ MANIFESTS = Path("data") / "runs"
 """Where run manifests live, relative to the project root."""
 
 
+class NothingToDo(Exception):
+    """A ``--only-missing-outputs`` run whose every output exists: it stops before it writes
+    anything (no manifest, no MLflow run, no summary), and the command exits 0 with this
+    message (:class:`.session.ProjectSession`)."""
+
+
 class RunRefused(click.ClickException, ValueError):
     """A run refused before any work (bad parameters, a resume that cannot work).
 
@@ -393,6 +399,60 @@ def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list
     ]
 
 
+def nothing_to_run(pipeline, catalog, mlflow_run_id: str | None) -> bool:
+    """Whether ``--only-missing-outputs`` would skip every node of ``pipeline``: each node has
+    outputs and none of its persistent outputs is missing (Kedro's rule: a node runs when it
+    has no outputs, misses a persistent one, or feeds a node that runs). What a run logs to
+    MLflow exists when MLflow run ``mlflow_run_id`` (a resumed run's parent) holds it; it is
+    read, never opened, so the check writes nothing."""
+    for node in pipeline.nodes:
+        if not node.outputs:
+            return False
+        for name in node.outputs:
+            if name not in catalog:  # a MemoryDataset of the run
+                continue
+            dataset = catalog.get(name)
+            if not getattr(dataset, "_EPHEMERAL", False) and not _saved(dataset, mlflow_run_id):
+                return False
+    return True
+
+
+def _saved(dataset, mlflow_run_id: str | None) -> bool:
+    """Whether ``dataset`` exists; one that MLflow tracks, in run ``mlflow_run_id``."""
+    import copy
+
+    from kedro_mlflow.io.metrics import MlflowMetricsHistoryDataset
+
+    from .datasets.mlflow_model import RunModelDataset
+
+    if isinstance(dataset, (MlflowMetricsHistoryDataset, RunModelDataset)):
+        if not mlflow_run_id:
+            return False
+        if isinstance(dataset, RunModelDataset):
+            import mlflow
+
+            return dataset.saved_in(mlflow.MlflowClient().get_run(mlflow_run_id))
+        probe = copy.copy(dataset)  # the run's own dataset keeps following the active run
+        probe.run_id = mlflow_run_id
+        return probe.exists()
+    return dataset.exists()
+
+
+def steps_done(pipeline) -> str:
+    """What a pipeline's steps are, in words: ``26 generations``, ``4 chunks``, or ``its nodes``."""
+    from .naming import CHUNK, GENERATION, parse_step
+
+    last: dict[str, int] = {}
+    for node in pipeline.nodes:
+        step = parse_step(node.namespace)
+        if step:
+            last[step[0]] = max(last.get(step[0], 0), step[1])
+    for kind, word in ((GENERATION, "generations"), (CHUNK, "chunks")):
+        if kind in last:
+            return f"{last[kind]} {word}"
+    return f"the outputs of its {len(pipeline.nodes)} nodes"
+
+
 def pin_outputs(pipeline, catalog, run_id: str, final: str | None = None) -> int:
     """Load (and save) every versioned output of ``pipeline`` at version ``run_id``, and its
     :func:`final_outputs` at version ``final`` (default ``run_id``); returns how many."""
@@ -424,6 +484,7 @@ class RunIdentityHook:
         self.final_version: str | None = None  # of the final outputs (final_version())
         self.extension: tuple[int, int] | None = None
         self.manifest: dict[str, Any] | None = None
+        self._attempt_start = time.perf_counter()
 
     def check(self, context, params: dict[str, Any]) -> None:
         """Before anything is written: the resume id is known and ``params`` (the session's
@@ -490,7 +551,18 @@ class RunIdentityHook:
                              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})  # fmt: skip
             log.info("Run %s: extended from %d to %d generations; its final outputs are "
                      "written at version %s", run_id, *self.extension, run_params["run_id"])  # fmt: skip
+        finished = self.resumed is None or self.resumed.get("status") == "finished"
+        if run_params.get("only_missing_outputs") and self.extension is None and finished:
+            # A run that failed after its last node (its summary, its record) runs again.
+            final = final_version(self.resumed) if self.resumed is not None else run_id
+            pin_outputs(pipeline, catalog, run_id, final)
+            parent = (self.resumed or {}).get("mlflow_run_id")
+            if nothing_to_run(pipeline, catalog, parent):
+                what = (f"run {run_id} already has {steps_done(pipeline)}" if self.resumed
+                        else f"every output of the {len(pipeline.nodes)} nodes exists")  # fmt: skip
+                raise NothingToDo(f"Nothing to do: {what}; nothing was run or written.")
         started = (self.resumed or {}).get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self._attempt_start = time.perf_counter()
         self.manifest = {
             "run_id": run_id,
             "pipelines": names,
@@ -503,6 +575,7 @@ class RunIdentityHook:
             else [],
             "extended": extended,
             "mlflow_run_id": (self.resumed or {}).get("mlflow_run_id"),
+            "wall_seconds": (self.resumed or {}).get("wall_seconds") or 0.0,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "pid_started": process_start(os.getpid()),
@@ -529,6 +602,10 @@ class RunIdentityHook:
         if config is not None:
             config.tracking.run.id = parent_run_id
 
+    def attempt_seconds(self) -> float:
+        """How long this attempt has run (since its pipeline started)."""
+        return time.perf_counter() - self._attempt_start
+
     def record_mlflow_run(self, run_id: str | None) -> None:
         """Called once the MLflow parent run exists: keep its id in the manifest."""
         if self.manifest is not None and run_id:
@@ -541,6 +618,7 @@ class RunIdentityHook:
         record = {k: v for k, v in self.manifest.items() if k != "error"}
         record["status"] = status
         record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        record["wall_seconds"] = round(record["wall_seconds"] + self.attempt_seconds(), 1)
         if error is not None:
             record["error"] = error_line(error)
         write_manifest(self.root, record)  # a failed write leaves the run open for fail()

@@ -13,6 +13,10 @@ or be stopped with Ctrl-C (``KeyboardInterrupt``); the session then calls
 its MLflow runs end FAILED in every case. ``settings.SESSION_CLASS`` names it, so
 ``kedro run`` and ``python -m connect_zero_pipeline`` use it.
 
+A ``--only-missing-outputs`` run whose every output already exists (a resume repeated)
+stops before it writes anything: no manifest, MLflow run or summary changes, and it says
+so and exits 0 (:class:`.runs.NothingToDo`).
+
 Node filters (``--nodes``, ``--from-nodes``, ``--tags``, ...) that name nothing in the run's
 pipelines are refused before the context is created, so before any hook writes (the
 MLflow store): Kedro itself filters only after.
@@ -38,12 +42,16 @@ class ProjectSession(KedroSession):
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         from .pipelines.structure import reading
+        from .runs import NothingToDo
 
         params = self.parameters()
         try:
             with reading(params):
                 check_filters(params, kwargs)
                 return super().run(*args, **kwargs)
+        except NothingToDo as done:  # every output exists: nothing ran, nothing was written
+            print(done, flush=True)
+            return {}
         except BaseException as error:
             from .hooks import record_failure
 

@@ -75,6 +75,7 @@ def render(
     recipe_changes: list[str] | None = None,
     ratings: list[str] | None = None,
     extended: list[dict[str, Any]] | None = None,
+    earlier_seconds: float = 0.0,
 ) -> str:
     """The summary as Markdown (it reads as plain text in a terminal).
 
@@ -93,6 +94,8 @@ def render(
         ratings: a ladder's ratings table (:func:`~.core.ratings.ratings_table`), if any.
         extended: the run's extensions (its manifest's ``extended``: ``from``, ``to``,
             ``version``), if it was trained further.
+        earlier_seconds: the wall time of the run's earlier attempts (a resumed or extended
+            run: those that recorded their end), shown with the run's total.
     """
     lines = [f"## Run summary: {pipeline}", ""]
     if run_id:
@@ -100,7 +103,11 @@ def render(
     for step in extended or []:
         lines.append(f"- extended from {step['from']} to {step['to']} generations (its final "
                      f"files have version `{step['version']}`)")  # fmt: skip
-    lines.append(f"- wall time: {_duration(wall_seconds)}")
+    if earlier_seconds > 0:
+        lines.append(f"- wall time: {_duration(wall_seconds)} this attempt, "
+                     f"{_duration(earlier_seconds + wall_seconds)} in all")  # fmt: skip
+    else:
+        lines.append(f"- wall time: {_duration(wall_seconds)}")
     if mlflow_run_id:
         where = f" ({mlflow_url}, after `make mlflow`)" if mlflow_url else ""
         lines.append(f"- MLflow run: `{mlflow_run_id}`{where}")
@@ -268,6 +275,7 @@ class RunSummaryHook:
         self._run_id: str | None = None
         self._mlflow_run_id: str | None = None
         self._extended: list[dict[str, Any]] | None = None
+        self._earlier = 0.0
 
     @hook_impl(trylast=True)  # after kedro-mlflow opened its run and the run id is known
     def before_pipeline_run(self) -> None:
@@ -278,6 +286,7 @@ class RunSummaryHook:
         self._start = time.perf_counter()
         self._run_id = run_identity.run_id
         self._extended = (run_identity.manifest or {}).get("extended")
+        self._earlier = (run_identity.manifest or {}).get("wall_seconds") or 0.0
         active = mlflow.active_run()
         self._mlflow_run_id = active.info.run_id if active else None
 
@@ -316,6 +325,7 @@ class RunSummaryHook:
             recipe_changes=recipe_changes(run_identity.params or {}) if is_alphazero else None,
             ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
             extended=self._extended,
+            earlier_seconds=self._earlier,
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)
         if client is not None:

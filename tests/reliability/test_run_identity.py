@@ -57,6 +57,16 @@ def _kill_at(project: Path, args: tuple[str, ...], line: str) -> None:
         proc.stdout.close()
 
 
+def _snapshot(project: Path) -> dict[str, bytes]:
+    """The bytes of every file of a project's record: its data, its MLflow store and
+    artifacts."""
+    files = {"mlflow.db": (project / "mlflow.db").read_bytes()}
+    for folder in ("data", "mlruns"):
+        for name in files_under(project / folder):
+            files[f"{folder}/{name}"] = (project / folder / name).read_bytes()
+    return files
+
+
 def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> None:
     """Every generation's model and the published, exported model are this run's."""
     for k in range(last_generation + 1):
@@ -364,11 +374,17 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     newest = max(versions_now, key=lambda v: int(v.version))
     assert (newest.tags["run_id"], newest.tags["generation"]) == (run_id, "3")
 
-    # Run again with the same parameters: a finished extension has nothing left to do.
-    before = files_under(project / "data")
+    # The extension's summary keeps the whole run's wall time beside its own.
+    assert manifest["wall_seconds"] > first["wall_seconds"] > 0
+    assert "this attempt, " in res.stdout and " in all" in res.stdout
+
+    # Run again with the same parameters: a finished extension has nothing left to do, and
+    # its record (the MLflow store and artifacts, the manifest, every file) stays as it was.
+    before = _snapshot(project)
     again = kedro_cli(project, *extend)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert files_under(project / "data") - before <= {f"runs/{run_id}.json"}
-    assert read_manifest(project, run_id)["extended"] == [step]
-    assert len(client.search_model_versions("name = 'connect-zero'")) == registered + 1
-    assert {r.info.status for r in _runs(project)} == {"FINISHED"}
+    assert f"Nothing to do: run {run_id} already has 3 generations" in again.stdout
+    assert "Run summary" not in again.stdout
+    after = _snapshot(project)
+    assert after.keys() == before.keys()
+    assert [f for f in before if after[f] != before[f]] == []  # mlflow.db byte for byte too

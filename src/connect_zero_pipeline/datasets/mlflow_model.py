@@ -117,9 +117,12 @@ class RunModelDataset(MlflowModelTrackingDataset):
                            run.info.run_id, model_id)  # fmt: skip
 
     def _exists(self) -> bool:
-        """Saved means complete: logged in the active run and, when registered, its version
-        described (the description is :func:`..registry.describe_version`'s last write)."""
-        run = mlflow.active_run()
+        return self.saved_in(mlflow.active_run())
+
+    def saved_in(self, run) -> bool:
+        """Saved means complete: logged in MLflow run ``run`` (the active run during a run)
+        and, when registered, its version described (the description is
+        :func:`..registry.describe_version`'s last write)."""
         if self._logged_model(run) is None:
             return False
         if not self._save_args.get("registered_model_name"):
