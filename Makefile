@@ -2,9 +2,10 @@
 #
 #   make run    create or reuse .venv, install, run the main job (kedro run)
 #   make resume RUN=<id> [PARAMS=k=v,...] [ENV=name]
-#               continue a failed or killed run (make resume alone lists the runs), with
-#               the run's own --params/--env; PARAMS=alphazero.num_generations=40 extends
-#               a finished run to 40 generations in the same run
+#               continue a failed or killed run (make resume alone lists the runs) with
+#               the --params and --env its manifest records; PARAMS=alphazero.num_generations=40
+#               extends a finished run to 40 generations in the same run, PARAMS=*.node.*
+#               changes only where a stage runs (workers, device)
 #   make test   same set-up, then ruff and pytest
 #   make web    fetch the play page's pinned onnxruntime-web with npm (part of setup)
 #

@@ -178,6 +178,12 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     pipelines = (
         [kwargs["pipeline"]] if kwargs.get("pipeline") else list(kwargs.get("pipelines") or [])
     )
+    from .project import in_project
+    from .runs import resume_arguments
+
+    kwargs["params"], kwargs["env"] = resume_arguments(
+        in_project("."), kwargs.get("params") or {}, kwargs.get("env")
+    )
     check_names(kwargs.get("env"), kwargs.get("conf_source"), pipelines)
     tidy_logs(verbose)
     try:

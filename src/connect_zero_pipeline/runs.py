@@ -388,15 +388,49 @@ def final_outputs(pipeline) -> set[str]:
     return final
 
 
+def is_placement(key: str) -> bool:
+    """Whether flat parameter ``key`` says where a stage runs (a ``<section>.node.<key>``:
+    workers, device, compile), not what it computes: a resume may change it."""
+    return "node" in key.split(".")[:-1]
+
+
 def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """``key: recorded -> current`` for every parameter that differs (``resume`` excluded)."""
+    """``key: recorded -> current`` for every parameter that differs (``resume`` and the
+    placement keys, :func:`is_placement`, excluded)."""
     a = flatten({k: v for k, v in recorded.items() if k != RESUME_KEY})
     b = flatten({k: v for k, v in current.items() if k != RESUME_KEY})
     return [
         f"{k}: {a.get(k)!r} -> {b.get(k)!r}"
         for k in sorted(set(a) | set(b))
-        if a.get(k) != b.get(k)
+        if a.get(k) != b.get(k) and not is_placement(k)
     ]
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            value = _merged(out[key], value)
+        out[key] = value
+    return out
+
+
+def resume_arguments(root: Path, params: dict[str, Any], env: str | None):
+    """A resume's ``--params`` and ``--env`` as ``kedro run`` should take them: the run's
+    recorded parameters with the user's over them, and its recorded env when none is given.
+    So ``make resume RUN=<id>`` alone continues a run started with any ``--params``, and
+    ``PARAMS`` only extends it (:data:`GROWABLE`) or moves it (:func:`is_placement`); any
+    other change is refused by :meth:`RunIdentityHook.check`. Not a resume, or an id that
+    names no run (refused there too): the arguments as they are."""
+    resume = (params or {}).get(RESUME_KEY)
+    if not isinstance(resume, str) or not RUN_ID.match(resume):
+        return params, env
+    path = manifest_path(root, resume)
+    if not path.is_file():
+        return params, env
+    manifest = json.loads(path.read_text())
+    recorded = {k: v for k, v in (manifest.get("params") or {}).items() if k != RESUME_KEY}
+    return _merged(recorded, params), env or manifest.get("env")
 
 
 def nothing_to_run(pipeline, catalog, mlflow_run_id: str | None) -> bool:
@@ -508,8 +542,9 @@ class RunIdentityHook:
                    if self.extension is None or not c.startswith(f"{GROWABLE}:")]  # fmt: skip
         if changes:
             raise ValueError(
-                f"resume={resume!r}: the parameters differ from that run's, so it cannot be "
-                f"resumed (pass the run's --env and --params): {'; '.join(changes[:10])}"
+                f"resume={resume!r}: a resume keeps the run's parameters (make resume "
+                f"RUN={resume} uses them); it may only raise {GROWABLE} or change where a "
+                f"stage runs (*.node.*). Changed: {'; '.join(changes[:10])}"
             )
         if (manifest.get("env") or None) != (self.env or None):
             raise ValueError(

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from connect_zero_pipeline.commands.runs import runs_table
+from connect_zero_pipeline.config_loader import project_config
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
 from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest, run_status
 from tests.conftest import (
@@ -90,10 +91,8 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     assert _run_file(project, "data/05_model_input/selfplay/gen_002/games.parquet", run_id).exists()
     assert not _run_file(project, "data/06_models/latest_model.pt", run_id).exists()
 
-    # A plain --only-missing-outputs run is a new run: it never takes the killed run's files.
-    resumed = kedro_cli(
-        project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{params}"
-    )
+    # The resume names only the run: its --params come from the run's manifest.
+    resumed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     _assert_own_lineage(project, run_id, 2)
     start = _run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet", run_id)
@@ -129,22 +128,25 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     assert "resume='2020-01-01T00.00.00.000Z': no such run" in unknown.stdout + unknown.stderr
     assert files_under(project / "data") == before
     assert store_untouched(project)
-    # A run id with other parameters is refused too: fewer generations (a run can be
-    # extended, not shortened), or any other key changed.
+    # A resume takes the run's recorded parameters; asked to change one, it refuses: fewer
+    # generations (a run can be extended, not shortened), or any key but where it runs.
     run_id = "2026-01-01T00.00.00.000Z"
     manifest = {"run_id": run_id, "pipelines": ["__default__"], "env": None, "status": "running"}
     now = AlphaZeroConfig().num_generations  # conf/base's value (tests/test_conf.py)
     (project / "data" / "runs").mkdir(parents=True, exist_ok=True)
-    for recorded, message in [
-        ({"alphazero": {"num_generations": now + 6}}, f"alphazero.num_generations={now}: the "
-         f"run has {now + 6} generations; a run can be extended (a larger value), not shortened"),
-        ({"alphazero": {"num_generations": now}, "baselines": {"num_games": 7}},
-         "baselines.num_games: 7 -> "),
+    recorded = project_config(project, "parameters")  # conf's recipe, but for two keys
+    recorded["alphazero"] = {**recorded["alphazero"], "num_generations": now + 6}
+    recorded["baselines"] = {**recorded["baselines"], "num_games": 7}
+    manifest["params"] = recorded
+    (project / "data" / "runs" / f"{run_id}.json").write_text(json.dumps(manifest))
+    for asked, message in [
+        (f"alphazero.num_generations={now}", f"alphazero.num_generations={now}: the run has "
+         f"{now + 6} generations; a run can be extended (a larger value), not shortened"),
+        ("baselines.num_games=8", "it may only raise alphazero.num_generations or change where "
+         "a stage runs (*.node.*). Changed: baselines.num_games: 7 -> 8"),
     ]:  # fmt: skip
-        manifest["params"] = recorded
-        (project / "data" / "runs" / f"{run_id}.json").write_text(json.dumps(manifest))
         changed = kedro_cli(
-            project, "run", "--only-missing-outputs", "--params", f"resume={run_id}"
+            project, "run", "--only-missing-outputs", "--params", f"resume={run_id},{asked}"
         )
         assert changed.returncode != 0
         assert message in changed.stdout + changed.stderr, changed.stderr[-2000:]

@@ -66,7 +66,7 @@ def runs_table(project: Path) -> str:
     if trained:
         run_id, size = trained[-1]
         lines += ["", f"Train a finished run further: make resume RUN={run_id} "
-                      f"PARAMS=alphazero.num_generations={size + size // 2}"]  # fmt: skip
+                      f"PARAMS=alphazero.num_generations={size + max(1, size // 2)}"]  # fmt: skip
     return "\n".join(lines)
 
 
