@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -284,8 +286,9 @@ def test_web_serves_the_page_on_loopback(tmp_path):
     (tmp_path / "x.wasm").write_bytes(b"\0asm")
     (tmp_path / "x.mjs").write_text("export {};")
     server = subprocess.Popen(
-        [*PLAY, "--web", "--port", "0", "--dir", str(tmp_path)], stdout=subprocess.PIPE, text=True
-    )
+        [*PLAY, "--web", "--port", "0", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
         line = server.stdout.readline()
         match = re.search(r"(http://127\.0\.0\.1:(\d+)/)", line)
@@ -297,10 +300,22 @@ def test_web_serves_the_page_on_loopback(tmp_path):
             assert resp.headers["Content-Type"] == "application/wasm"
         with urllib.request.urlopen(url + "x.mjs") as resp:
             assert resp.headers["Content-Type"].startswith("text/javascript")
+        with urllib.request.urlopen(url + "analyze?moves=44") as resp:
+            assert len(json.loads(resp.read())["scores"]) == 7
+        # A bad position, in any script: 400 with the reason in a UTF-8 body, and the
+        # server goes on (the reason never reaches the Latin-1 status line).
+        for moves, reason in [("%E2%82%AC", "moves='€'"), ("9", "moves='9'")]:
+            with pytest.raises(urllib.error.HTTPError) as bad:
+                urllib.request.urlopen(url + f"analyze?moves={moves}")
+            assert bad.value.code == 400 and bad.value.reason == "Bad Request"
+            assert json.loads(bad.value.read().decode())["error"].startswith(reason)
+        with urllib.request.urlopen(url) as resp:
+            assert resp.status == 200
     finally:
         server.send_signal(signal.SIGINT)  # Ctrl-C: how a server is stopped, not an error
-        server.wait(timeout=10)
+        _, err = server.communicate(timeout=10)
     assert server.returncode == 0
+    assert "Traceback" not in err, err
 
 
 def test_web_without_a_page_is_a_clear_error(tmp_path):

@@ -139,7 +139,6 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
     def _analyze(self) -> None:
         """``/analyze?moves=4453``: the perfect solver's score of each column for the side to
         move, ``{"scores": [7 ints or null], "solved": bool}`` (solved: within the budget)."""
-        import json
         from urllib.parse import parse_qs, urlsplit
 
         from ..core.bitboard import is_terminal, moves_to_bitboards
@@ -152,14 +151,21 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             position, mask = moves_to_bitboards(moves)
             if is_terminal(position, mask):
                 raise ValueError("the game is over")
-        except ValueError as exc:
-            self.send_error(400, f"moves={moves!r}: {exc}")
+        except ValueError as exc:  # the reason goes in the body: a status line is Latin-1
+            self._json(400, {"error": f"moves={moves!r}: {exc}"})
             return
         with self._solver_lock:
             scores, solved = _solver_scores(position, mask, self.solver_nodes)
-        body = json.dumps({"scores": scores, "solved": solved}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self._json(200, {"scores": scores, "solved": solved})
+
+    def _json(self, status: int, payload: dict) -> None:
+        """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
+        (never a user's text: ``http.server`` writes the status line as Latin-1)."""
+        import json
+
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
