@@ -26,6 +26,7 @@ import logging
 import pkgutil
 import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,11 @@ LOG_FORMAT = "%(asctime)s %(levelname)-7s %(message)s"
 """One log record per line, whole, when the output is not a terminal (a file, a pipe)."""
 PER_DATASET_LOGS = ("Loading data from",)
 """Kedro's catalog lines, one per dataset read, kept only with --verbose."""
+KEDRO_RESUME_HINTS = ("You can resume the pipeline run", "No nodes ran. Repeat the previous")
+"""Kedro's runner's advice after a failure (``--from-nodes ...``, or run again): either would
+start a new run. The project prints its own, ``make resume RUN=<id>`` (:func:`_run`)."""
+RUNNERS = ("kedro.runner.sequential_runner", "kedro.runner.thread_runner",
+           "kedro.runner.parallel_runner")  # fmt: skip
 
 
 def tidy_logs(verbose: bool, stream=None) -> None:
@@ -172,6 +178,8 @@ def tidy_logs(verbose: bool, stream=None) -> None:
             root.addHandler(plain)
     if not verbose:
         drop_log_records("kedro.io.data_catalog", PER_DATASET_LOGS)
+    for runner in RUNNERS:
+        drop_log_records(runner, KEDRO_RESUME_HINTS)
 
 
 def _run(verbose: bool, **kwargs: Any) -> Any:
@@ -196,19 +204,31 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         from .commands.interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
         click.echo(INTERRUPTED, err=True)
+        _resume_hint("failed (interrupted)")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         message = None if verbose else user_error(exc, pipelines)
-        if message is None:
-            raise
-        from .runs import run_identity
-
+        if message is None:  # a bug: its traceback, then how to go on once fixed
+            if not _resume_hint("failed", before=traceback.format_exc()):
+                raise
+            sys.exit(1)
         click.secho(f"Error: {message}", err=True, fg="red")
-        if run_identity.run_id:
-            click.echo(f"Run {run_identity.run_id} is recorded as failed; once fixed, resume "
-                       f"it: make resume RUN={run_identity.run_id}", err=True)  # fmt: skip
+        _resume_hint("failed")
         click.echo("(kedro run --verbose shows the traceback)", err=True)
         sys.exit(1)
+
+
+def _resume_hint(how: str, before: str = "") -> bool:
+    """Print ``before`` and the one way to go on with the run that ``how`` ended
+    (``make resume RUN=<id>``); False, printing nothing, when no run had started."""
+    from .runs import run_identity
+
+    if not run_identity.run_id:
+        return False
+    click.echo(before, err=True, nl=False)
+    click.echo(f"Run {run_identity.run_id} is recorded as {how}; once fixed, resume it: "
+               f"make resume RUN={run_identity.run_id}", err=True)  # fmt: skip
+    return True
 
 
 run = click.Command(

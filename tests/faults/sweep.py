@@ -172,6 +172,8 @@ def check_point(template: Path, work: Path, k: int, clean: dict[str, str]) -> di
         record = manifest(project)
         assert record["status"] == "failed", f"{what}: manifest {record['status']}"
         assert "No space left on device" in record.get("error", ""), f"{what}: {record}"
+        out = failed.stdout + failed.stderr  # the one way to go on, not Kedro's --from-nodes
+        assert f"make resume RUN={record['run_id']}" in out and "--from-nodes" not in out, what
         resumed = kedro(project, "run", "--only-missing-outputs", "--params",
                         f"{PARAMS},resume={record['run_id']}", log=log)  # fmt: skip
     assert resumed.returncode == 0, f"{what}: resume failed\n{resumed.stderr[-3000:]}"

@@ -221,6 +221,7 @@ def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
     assert "Interrupted." in rest and "Traceback" not in rest
     (manifest,) = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
     assert manifest["status"] == "failed" and manifest["error"] == "interrupted (Ctrl-C)"
+    assert f"make resume RUN={manifest['run_id']}" in rest and "--from-nodes" not in rest
     runs = mlflow_client(project).search_runs(["1"])
     statuses = {r.info.run_name.split()[0]: r.info.status for r in runs}
     assert statuses["alphazero"] == "FAILED" and statuses["gen_001"] == "FAILED"
