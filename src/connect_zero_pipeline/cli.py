@@ -106,14 +106,12 @@ def _unknown_nodes(message: str, pipelines: list[str]) -> str | None:
 
 
 def _store_error(exc: BaseException) -> str | None:
-    from .tracking import store_help
+    from .tracking import store_help, store_problem
 
-    text = str(exc)
-    if "database is locked" in text:
-        return store_help("locked")
-    if "readonly database" in text:
-        return store_help("read-only", detail="attempt to write a readonly database")
-    return None
+    problem = store_problem(exc)
+    if problem == "read-only":
+        return store_help(problem, detail="attempt to write a readonly database")
+    return store_help(problem) if problem else None
 
 
 def user_error(exc: BaseException, pipelines: list[str]) -> str | None:

@@ -309,8 +309,11 @@ def record_failure(error: BaseException) -> None:
             else:
                 method()
         except Exception as exc:  # the store may be what failed
-            log.warning("%s could not record the failure: %s", type(hook).__name__,
-                        " ".join(str(exc).split())[:300])  # fmt: skip
+            from .tracking import store_line, store_problem
+
+            problem = store_problem(exc)
+            why = store_line(problem) if problem else " ".join(str(exc).split())[:300]
+            log.warning("%s could not record the failure: %s", type(hook).__name__, why)
 
 
 class MlflowRunStackHook:

@@ -32,6 +32,11 @@ KNOWN_LOG_RECORDS = [
     ("py.warnings", "ORJSONResponse is deprecated"),
     # kedro-mlflow swaps its MLflow datasets in the catalog at the start of a run.
     ("kedro.io.data_catalog", "Replacing dataset"),
+    # MLflow logs every failed query of a locked or read-only sqlite store with two
+    # tracebacks and its SQL (about 60 lines each); the error it raises reaches the run,
+    # which says it once, in one paragraph naming the file (tracking.store_help).
+    ("mlflow.store.db.utils", "database is locked"),
+    ("mlflow.store.db.utils", "readonly database"),
 ]
 
 

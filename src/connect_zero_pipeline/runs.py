@@ -289,7 +289,10 @@ def error_line(error: BaseException) -> str:
     """An error in one line, as a run's manifest records it."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted (Ctrl-C)"
-    text = " ".join(error_text(error).split())
+    from .tracking import store_line, store_problem
+
+    problem = store_problem(error)  # not the SQL text of MLflow's error
+    text = store_line(problem) if problem else " ".join(error_text(error).split())
     text = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return text if len(text) <= 300 else text[:297] + "..."
 

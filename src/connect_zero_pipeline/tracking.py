@@ -142,6 +142,26 @@ def store_help(problem: str, db: Path | None = None, detail: str = "") -> str:
     )
 
 
+def store_problem(error: BaseException) -> str | None:
+    """``"locked"`` or ``"read-only"`` when ``error`` (or the error it wraps, as MLflow's
+    ``MlflowException`` wraps SQLAlchemy's) is a sqlite store's, else None."""
+    text = str(error)
+    if "database is locked" in text:
+        return "locked"
+    if "readonly database" in text:
+        return "read-only"
+    return None
+
+
+def store_line(problem: str) -> str:
+    """:func:`store_problem`'s ``problem`` in one line, naming the store (for a manifest's
+    error, a warning): :func:`store_help` is the paragraph."""
+    name = str(_store or "mlflow.db")
+    if problem == "locked":
+        return f"the MLflow store {name} is locked by another process"
+    return f"the MLflow store {name} cannot be written (read-only)"
+
+
 def check_writable(db: Path) -> None:
     """Take and release a write lock on the sqlite file ``db`` (waiting up to
     :data:`STORE_WAIT_S` for another process's lock); a new store needs a writable folder.

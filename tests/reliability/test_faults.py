@@ -170,6 +170,37 @@ def test_a_locked_store_is_waited_for_then_refused_with_the_file_named(store_pro
     assert files_under(project) == before  # refused before the run began
 
 
+def test_a_store_locked_mid_run_is_one_line_in_the_manifest_and_silent_in_the_log():
+    """Locked after the run began (another process in BEGIN EXCLUSIVE), every MLflow call
+    fails after MLflow's own wait: each failure is one line, never MLflow's SQL and
+    tracebacks (about 60 lines a query). The whole run takes minutes of those waits, so
+    this checks the two pieces it is made of; the run's paragraph is the test above."""
+    import logging
+
+    from mlflow.exceptions import MlflowException
+
+    from connect_zero_pipeline import quiet
+    from connect_zero_pipeline.runs import error_line
+
+    sql = "(sqlite3.OperationalError) database is locked\n[SQL: SELECT runs.run_uuid AS runs_"
+    line = error_line(MlflowException(sql))
+    assert line.startswith("MlflowException: the MLflow store ") and "SQL" not in line
+    assert line.endswith("mlflow.db is locked by another process")
+
+    quiet.install()
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger = logging.getLogger("mlflow.store.db.utils")
+    logger.addHandler(handler)
+    try:
+        for text in (sql, "(sqlite3.OperationalError) no such table: runs"):
+            logger.error("SQLAlchemy database error. The following exception is caught.\n%s", text)
+    finally:
+        logger.removeHandler(handler)
+    assert len(seen) == 1 and "no such table" in seen[0]  # other errors still show
+
+
 def _make_read_only(path):
     """Read-only for this user: the mode bits, or the immutable flag for root (who ignores them)."""
     if os.geteuid() != 0:
