@@ -108,7 +108,7 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
         (
             "selfplay",
             {"mcts": {"simz": 3}},
-            r"unknown parameter 'selfplay\.mcts\.simz'; did you mean 'selfplay\.mcts\.sims'",
+            r"unknown parameter 'selfplay\.mcts\.simz'. Did you mean 'selfplay\.mcts\.sims'",
         ),
         (
             "selfplay",
@@ -153,7 +153,7 @@ def test_a_reinforce_loss_weight_has_a_bound():
 def test_an_unknown_section_names_the_nearest():
     params = load_parameters(CONF)
     params["selfply"] = {"sims": 3}
-    with pytest.raises(ValueError, match=r"unknown parameter 'selfply'; did you mean 'selfplay'"):
+    with pytest.raises(ValueError, match=r"unknown parameter 'selfply'. Did you mean 'selfplay'"):
         validate_params(params)
 
 

@@ -26,10 +26,10 @@ from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli, store_u
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ("selfply.sims=3", "unknown parameter 'selfply'; did you mean 'selfplay'?"),
+        ("selfply.sims=3", "unknown parameter 'selfply'. Did you mean 'selfplay'?"),
         (
             "alphazero.num_generationz=3",
-            "unknown parameter 'alphazero.num_generationz'; did you mean "
+            "unknown parameter 'alphazero.num_generationz'. Did you mean "
             "'alphazero.num_generations'?",
         ),
         ("selfplay.mcts.sims=0", "selfplay.mcts.sims must be an integer >= 1, got 0"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -357,6 +358,12 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     assert _run_file(project, "data/06_models/onnx_model.onnx", step["version"]).is_file()
     assert _run_file(project, "data/08_reporting/learning_curves.png", step["version"]).is_file()
     assert "extended from 2 to 3 generations" in res.stdout
+    # Quiet: no line that tells a user nothing (Kedro's logging banner, kedro-mlflow's
+    # resolver, the --async tip, MLflow's registry chatter, every skipped node's name).
+    noise = ("as logging configuration", "custom resolver", "typed parameter requirements",
+             "--async", "already exists", "nodes with existing outputs")  # fmt: skip
+    assert [n for n in noise if n in res.stdout + res.stderr] == []
+    assert re.search(r"Running \d+ out of \d+ nodes", res.stdout)  # what the skipping says
     table = runs_table(project)
     assert f"| `{run_id}` | finished | alphazero | 2 -> 3 |" in table
     assert f"make resume RUN={run_id} PARAMS=alphazero.num_generations=4" in table

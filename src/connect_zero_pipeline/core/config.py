@@ -157,9 +157,9 @@ def unknown_key_error(section: str, key: str, valid: list[str]) -> ValueError:
         return f"{section}.{name}" if section else name
 
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    hint = f"; did you mean '{qualified(close[0])}'?" if close else ""
+    hint = f" Did you mean '{qualified(close[0])}'?" if close else ""
     return ValueError(
-        f"unknown parameter '{qualified(key)}'{hint}. Valid keys of "
+        f"unknown parameter '{qualified(key)}'.{hint} Valid keys of "
         f"'{section or 'parameters'}': {', '.join(valid)}"
     )
 

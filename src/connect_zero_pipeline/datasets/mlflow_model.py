@@ -43,6 +43,28 @@ def _files_version() -> str | None:
     return run_identity.final_version
 
 
+_REGISTER_CHATTER = ("already exists. Creating a new version", "Successfully registered model",
+                     "Created version")  # fmt: skip
+"""What ``mlflow.register_model`` prints to stderr at every export; the run logs the version."""
+
+
+def _register(model_uri: str, name: str):
+    """``mlflow.register_model``, its chatter (:data:`_REGISTER_CHATTER`) replaced by one
+    log line; anything else it prints still reaches stderr."""
+    import contextlib
+    import io
+    import logging
+    import sys
+
+    with contextlib.redirect_stderr(io.StringIO()) as said:
+        version = mlflow.register_model(model_uri, name)
+    rest = [s for s in said.getvalue().splitlines() if not any(c in s for c in _REGISTER_CHATTER)]
+    if rest:
+        print("\n".join(rest), file=sys.stderr)
+    logging.getLogger(__name__).info("Registered %s version %s", name, version.version)
+    return version
+
+
 class RunModelDataset(MlflowModelTrackingDataset):
     """``MlflowModelTrackingDataset`` whose ``exists()`` looks in the active MLflow run, and
     whose registered versions describe themselves (:func:`..registry.describe_version`)."""
@@ -81,7 +103,7 @@ class RunModelDataset(MlflowModelTrackingDataset):
         client = mlflow.MlflowClient()
         version = self._registered_version(client, run, logged)
         if version is None:
-            version = mlflow.register_model(model_uri, name)
+            version = _register(model_uri, name)
         from ..core.export import onnx_info
         from ..naming import pipeline_label
         from ..registry import describe_version, version_tags

@@ -44,7 +44,7 @@ def test_baselines_pipeline_writes_versioned_parquet_and_mlflow_metrics(kedro_pr
 def test_bad_parameters_name_the_key():
     with pytest.raises(
         ValueError,
-        match=r"unknown parameter 'baselines\.num_game'; did you mean 'baselines\.num_games'",
+        match=r"unknown parameter 'baselines\.num_game'. Did you mean 'baselines\.num_games'",
     ):
         play_baseline_match({"num_game": 10})
     with pytest.raises(

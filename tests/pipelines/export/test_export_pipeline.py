@@ -141,7 +141,7 @@ def test_missing_onnxruntime_web_fails_before_anything_is_written(tmp_path):
 def test_bad_parameters_name_the_key():
     model = build_model("mlp")
     with pytest.raises(
-        ValueError, match=r"unknown parameter 'export\.opsett'; did you mean 'export\.opset'"
+        ValueError, match=r"unknown parameter 'export\.opsett'. Did you mean 'export\.opset'"
     ):
         export_onnx_model(model, NO_POSITIONS, {"opsett": 18})
     with pytest.raises(ValueError, match="opset must be an integer >= 18, got 11"):
