@@ -69,18 +69,31 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names)
 
 
+class UnknownName(click.ClickException):
+    """A name on the command line that names nothing: ``Error: <message>`` alone, exit 2
+    (Click's usage lines would come first and say nothing about the name)."""
+
+    exit_code = 2
+
+
+def _did_you_mean(name: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) -> None:
-    """Refuse an unknown ``--env`` or ``--pipelines`` name, listing the valid ones."""
+    """Refuse an unknown ``--env`` or ``--pipelines`` name, with the closest valid name and
+    the list of them."""
     valid = pipeline_names()
     for name in pipelines:
         if name not in valid:
-            raise click.UsageError(f"no pipeline named {name!r}; the pipelines are: "
-                                   f"{_listing(valid)}")  # fmt: skip
+            raise UnknownName(f"no pipeline named {name!r}.{_did_you_mean(name, valid)} The "
+                              f"pipelines are: {_listing(valid)}")  # fmt: skip
     if env:
         valid_envs = env_names(conf_source)
         if valid_envs is not None and env not in valid_envs:
-            raise click.UsageError(f"no env named {env!r} (no folder conf/{env}); the envs are: "
-                                   f"{_listing(valid_envs)}")  # fmt: skip
+            raise UnknownName(f"no env named {env!r} (no folder conf/{env}).{_did_you_mean(env, valid_envs)}"
+                              f" The envs are: {_listing(valid_envs)}")  # fmt: skip
 
 
 def _unknown_nodes(message: str, pipelines: list[str]) -> str | None:

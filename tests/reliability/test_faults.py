@@ -78,15 +78,21 @@ def _clean_error(res) -> str:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--pipelines=alphazer"], "no pipeline named 'alphazer'; the pipelines are: alphazero,"),
-        (["--pipeline=alphazer"], "no pipeline named 'alphazer'"),
-        (["--env", "nosuchenv"], "no env named 'nosuchenv' (no folder conf/nosuchenv); the envs"),
+        (["--pipelines=alphazer"], "Error: no pipeline named 'alphazer'. Did you mean "
+                                   "'alphazero'? The pipelines are: alphazero,"),
+        (["--pipeline=alphazer"], "Error: no pipeline named 'alphazer'. Did you mean"),
+        (["--env", "nosuchenv"], "Error: no env named 'nosuchenv' (no folder conf/nosuchenv). "
+                                 "The envs are: "),
+        (["--env", "gpuu"], "Error: no env named 'gpuu' (no folder conf/gpuu). Did you mean "
+                            "'gpu'? The envs are: "),
     ],
-)
+)  # fmt: skip
 def test_unknown_pipeline_or_env_lists_the_valid_names(kedro_project, args, expected):
     before = files_under(kedro_project)
-    out = _clean_error(kedro_cli(kedro_project, "run", *args))
-    assert expected in out
+    res = kedro_cli(kedro_project, "run", *args)
+    out = _clean_error(res)
+    assert res.returncode == 2 and expected in out
+    assert "Usage:" not in out  # the message is the first and only thing said
     assert files_under(kedro_project) == before and store_untouched(kedro_project)
 
 
