@@ -230,6 +230,18 @@ def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def run_of_version(root: Path, version: str) -> str | None:
+    """The run whose outputs have ``version``: the run of that id, or the run an extension
+    of that version trained further (None when no manifest says)."""
+    if version in known_runs(root):
+        return version
+    for run_id in known_runs(root):
+        extended = read_manifest(root, run_id).get("extended") or []
+        if any(e.get("version") == version for e in extended):
+            return run_id
+    return None
+
+
 def process_start(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot, from ``/proc``); None where there is
     no ``/proc`` or no such process. A pid with another start time is another process."""

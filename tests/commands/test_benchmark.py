@@ -225,7 +225,7 @@ def test_usage_errors(tmp_path, capsys):
     path = tmp_path / "positions.txt"
     path.write_text("5554224333234511764415115\n")
     assert main(["--file", str(path), "--model", str(tmp_path / "missing.pt")]) == 2
-    assert "missing.pt is neither a model file" in capsys.readouterr().err
+    assert "missing.pt: no such file or folder. --model takes" in capsys.readouterr().err
     assert main(["--file", str(tmp_path / "absent.txt")]) == 2
     assert "cannot read position file" in capsys.readouterr().err
     for argv in (["--file", str(path), "--max-nodes", "-1"], ["--max-nodes", "5"]):
@@ -295,8 +295,10 @@ def test_the_default_output_is_a_table(position_file, model_file):
     argv = ["--file", str(position_file), "--model", str(model_file), "--sims", "0,4"]
     assert run(_parse_args([*argv, "--cache", "none"]), out, err) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0] == "| file | agent | positions | strict acc | weak mistakes | seconds |"
-    rows = [line.split(" | ") for line in lines[2:]]
+    assert lines[0] == f"Model: {model_file}" and lines[1] == ""  # which model, first
+    assert err.getvalue().startswith(f"Scoring {model_file}\n")
+    assert lines[2] == "| file | agent | positions | strict acc | weak mistakes | seconds |"
+    rows = [line.split(" | ") for line in lines[4:]]
     assert [r[1] for r in rows] == ["network", "mcts-4"]
     assert all(r[0] == f"| {position_file.name}" and r[2] == str(NUM_POSITIONS) for r in rows)
     for r in rows:

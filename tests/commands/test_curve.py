@@ -25,8 +25,16 @@ def test_the_table_has_one_row_per_generation_of_the_run(tmp_path, capsys):
     assert table[2].startswith("| 1 | 0.500 | 0.600 |") and "| 1,234 | 10 |" in table[2]
     assert table[3].startswith("| 2 | 0.600 | 0.700 |")
     assert curve_table(tmp_path, other).count("\n") == 2  # the other run: one generation
-    write_manifest(tmp_path, {"run_id": ours, "status": "finished", "pipelines": ["alphazero"]})
+    write_manifest(tmp_path, {"run_id": ours, "status": "finished", "pipelines": ["alphazero"],
+                              "started": "2026-01-01T00:00:00+0000",
+                              "params": {"alphazero": {"num_generations": 2}}})  # fmt: skip
     # A later ladder run trains no generation: the default stays the newest alphazero run.
     write_manifest(tmp_path, {"run_id": other, "status": "finished", "pipelines": ["ladder"]})
     assert main(["--project", str(tmp_path)]) == 0
-    assert "| 2 | 0.600 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| 2 | 0.600 |" in out
+    # The run it shows comes first, and why that one.
+    assert out.startswith(f"Run {ours}: alphazero, 2 generations, started 2026-01-01T00:00:00"
+                          "+0000 (the newest finished alphazero run; --run <id> shows another)")  # fmt: skip
+    assert main(["--project", str(tmp_path), "--run", other]) == 0
+    assert capsys.readouterr().out.startswith(f"Run {other}: ladder, started ? (--run)")

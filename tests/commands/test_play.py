@@ -270,6 +270,14 @@ def test_bad_model_file_and_bad_moves_are_clear_errors(tmp_path, model_file):
         assert proc.returncode == 2, proc.stderr
         assert f"error: {junk_onnx} is not a readable model file" in proc.stderr
         assert "Traceback" not in proc.stderr
+    # A model that is not there: the forms --model takes, each of them.
+    missing = tmp_path / "nosuch.onnx"
+    proc = subprocess.run([*PLAY, "--model", str(missing)], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and f"--model {missing}: no such file or folder." in proc.stderr
+    for form in ("model file (.pt or .onnx)", "versioned folder", "models:/connect-zero@champion",
+                 "models:/connect-zero/<N>", "a run id"):  # fmt: skip
+        assert form in proc.stderr, form
     path, _ = model_file
     proc = subprocess.run(
         [*PLAY, "--model", str(path), "--moves", "1111111"],

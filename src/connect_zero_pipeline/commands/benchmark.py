@@ -208,6 +208,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from ..executors import NodeSettings, chunk_runner
 
     model, description = resolve_model(args.model, args.dataset)
+    print(f"Scoring {description}", file=stderr, flush=True)  # first, before the labelling
     network_fn = torch_evaluate_fn(model, "cpu")
     search_fn = make_evaluate_fn(model, "cpu", "auto") if any(args.sims) else None
     cache = SolvedCache(_cache_dir(args.cache))
@@ -250,7 +251,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                     print(json.dumps(record), file=stdout, flush=True)
                 records.append(record)
     if not args.json:
-        print(results_table(records), file=stdout, flush=True)
+        print(f"Model: {description}\n\n{results_table(records)}", file=stdout, flush=True)
     return 0
 
 

@@ -4,7 +4,8 @@ Usage::
 
     python -m connect_zero_pipeline curve [--run ID] [--project DIR]
 
-Reads the per-generation metric files of one run (``data/08_reporting/
+Prints which run it shows first (its id, pipelines, generations, start, and the model it
+trained on from), then reads the per-generation metric files of one run (``data/08_reporting/
 gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID`` (see
 ``data/runs``), by default the newest run with a manifest, or, in a project
 whose runs predate manifests, the newest version of each file. Prints one row
@@ -106,13 +107,39 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     project = Path(args.project)
     run_id = args.run
+    chosen = "--run"
     if run_id is None:
         from ..runs import alphazero_runs
 
         runs = alphazero_runs(project)  # a later ladder or export run has no generations
         run_id = runs[-1] if runs else None
+        chosen = "the newest finished alphazero run; --run <id> shows another"
+    print(run_heading(project, run_id, chosen))
     print(curve_table(project, run_id))
     return 0
+
+
+def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
+    """Which run a table is about, first: ``Run <id>: alphazero, 24 generations, started ...,
+    from <start> (<why this run>)``."""
+    from ..naming import pipeline_label
+    from ..runs import known_runs, read_manifest
+
+    if run_id is None:
+        return "Run: none recorded (data/runs); the newest version of each metric file\n"
+    if run_id not in known_runs(project):
+        return f"Run {run_id} ({chosen}; it has no manifest in data/runs)\n"
+    manifest = read_manifest(project, run_id)
+    params = manifest.get("params") or {}
+    parts = [pipeline_label(manifest.get("pipelines"))]
+    generations = (params.get("alphazero") or {}).get("num_generations")
+    if generations is not None:
+        parts.append(f"{generations} generations")
+    parts.append(f"started {manifest.get('started', '?')}")
+    start = (params.get("model") or {}).get("start_from")
+    if start:
+        parts.append(f"trained on from {start}")
+    return f"Run {run_id}: {', '.join(parts)} ({chosen})\n"
 
 
 if __name__ == "__main__":

@@ -63,8 +63,9 @@ class NoVersionError(CommandError):
     """The catalog entry exists but nothing was saved to it yet."""
 
 
-def load_catalog_entry(name: str, start: Path | None = None):
-    """Load the latest version of catalog entry ``name`` of the Kedro project around ``start``.
+def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bool = False):
+    """Load the latest version of catalog entry ``name`` of the Kedro project around ``start``
+    (with ``with_version``: ``(data, the version loaded)``, None for an unversioned entry).
 
     Reads ``conf/`` (base + local, or ``$KEDRO_ENV``) without starting a session:
     no hooks, no MLflow run. Relative file paths resolve against the project root.
@@ -100,7 +101,12 @@ def load_catalog_entry(name: str, start: Path | None = None):
                     f"catalog entry {name!r} of {project} has no saved version yet"
                 ) from exc
             raise CommandError(f"could not load catalog entry {name!r}: {exc}") from exc
-        return data.resolve() if isinstance(data, Path) else data  # paths outlive the chdir
+        data = data.resolve() if isinstance(data, Path) else data  # paths outlive the chdir
+        if not with_version:
+            return data
+        dataset = catalog.get(name)
+        resolve = getattr(dataset, "resolve_load_version", None)
+        return data, (resolve() if resolve is not None else None)
 
 
 def latest_version_file(path: Path) -> Path:
@@ -111,7 +117,32 @@ def latest_version_file(path: Path) -> Path:
         return path
     if (newest := newest_version(path)) is not None:
         return newest
-    raise CommandError(f"{path} is neither a model file nor a versioned folder holding one")
+    what = "no such file or folder" if not path.exists() else "a folder with no model version"
+    raise CommandError(f"--model {path}: {what}. {MODEL_FORMS}")
+
+
+MODEL_FORMS = (
+    "--model takes a model file (.pt or .onnx); a versioned folder (its newest version, e.g. "
+    "data/06_models/latest_model.pt); a registered version, models:/connect-zero@champion or "
+    "models:/connect-zero/<N>; or a run id (its last generation; python -m "
+    "connect_zero_pipeline runs lists them)"
+)
+"""What ``--model`` accepts, in words (its help and its errors)."""
+
+
+def _run_model(run_id: str):
+    """The last generation model of run ``run_id`` of the project around the current folder."""
+    from ..project import project_root
+    from ..runs import start_point
+
+    project = project_root()
+    if project is None:
+        raise CommandError(f"--model {run_id}: {Path.cwd()} is not inside a Kedro project")
+    try:
+        _, _, partition, words = start_point(project, run_id)
+    except ValueError as exc:
+        raise CommandError(str(exc).replace("model.start_from=", "--model ")) from exc
+    return load_catalog_entry("model_files")[partition](), words
 
 
 def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
@@ -121,9 +152,12 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
         CommandError: no such model file, an unreadable one, or nothing in the catalog.
     """
     from ..core.checkpoint import load_model
+    from ..runs import RUN_ID
 
     if model_path is not None and model_path.startswith(REGISTRY_PREFIX):
         return _registered(model_path)
+    if model_path is not None and RUN_ID.match(model_path):
+        return _run_model(model_path)
     if model_path is not None:
         path = latest_version_file(Path(model_path))
         if path.suffix == ".onnx":
@@ -138,7 +172,7 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
         except ValueError as exc:  # its message names the file
             raise CommandError(str(exc)) from exc
     try:
-        model = load_catalog_entry(dataset)
+        model, version = load_catalog_entry(dataset, with_version=True)
     except NoVersionError as exc:
         if dataset == DEFAULT_MODEL_ENTRY and (shipped := pretrained_model()) is not None:
             print(f"No model trained in this project yet: playing {shipped[1]}.", file=sys.stderr)
@@ -152,7 +186,22 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
             f"catalog entry {dataset!r} is not a model (it holds a {type(model).__name__}); "
             f"pass a model entry such as latest_model or gen_008.model"
         )
-    return model, f"catalog entry {dataset!r} (latest version)"
+    return model, _described(dataset, version, getattr(model, "meta", {}))
+
+
+def _described(entry: str, version: str | None, meta: dict) -> str:
+    """``latest_model version <v>: run <id>, generation <k>``: which run's model a catalog
+    entry's newest version is (its version names the run, or one of its extensions)."""
+    from ..project import project_root
+    from ..runs import run_of_version
+
+    if version is None:
+        return f"catalog entry {entry!r}"
+    run_id = run_of_version(project_root() or Path.cwd(), version)
+    generation = meta.get("generation_accepted_at", meta.get("generation"))
+    what = [f"run {run_id}"] if run_id else []
+    what += [f"generation {generation}"] if generation is not None else []
+    return f"{entry} version {version}" + (f": {', '.join(what)}" if what else "")
 
 
 def _registered(uri: str):
@@ -176,8 +225,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--model",
-        help="model file (.pt checkpoint or exported .onnx), versioned folder (its latest "
-        "version), or registered version models:/connect-zero@champion (or .../<version>)",
+        help="the model: " + MODEL_FORMS.removeprefix("--model takes "),
     )
     group.add_argument(
         "--dataset",
