@@ -131,8 +131,11 @@ play: setup
 
 SIMS  ?= 64
 MODEL ?=
+# A Ctrl-C ends the game (the command says "Interrupted.", exit 130): not an error of make's.
+# (The shell traps SIGINT, which the terminal sends it too, so it outlives the game.)
 play-cli: setup
-	$(BIN)/python -m connect_zero_pipeline play --sims $(SIMS) $(if $(MODEL),--model $(MODEL))
+	@trap : INT; $(BIN)/python -m connect_zero_pipeline play --sims $(SIMS) $(if $(MODEL),--model $(MODEL)); \
+	  status=$$?; [ $$status -eq 130 ] || exit $$status
 
 clean-venv:
 	rm -rf $(VENV)
