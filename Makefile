@@ -110,20 +110,18 @@ bench: setup
 # The lineage with 3 generations (conf/viz): every generation has the same nodes, and
 # kedro-viz focuses one at once; focusing one in the 24-generation DAG blocked Chromium for
 # minutes. viz-full: the whole DAG (its overview; groups collapsed).
+VIZ_PORT ?= 4141
 viz: setup
-	@echo "kedro-viz: http://127.0.0.1:4141/ ; one generation's lineage: http://127.0.0.1:4141/?pid=__default__&fid=gen_002"
-	KEDRO_ENV=viz $(BIN)/kedro viz run --no-browser
+	@trap : INT; KEDRO_ENV=viz $(BIN)/python -m connect_zero_pipeline.commands.serve viz $(VIZ_PORT)
 viz-full: setup
-	@echo "kedro-viz (the whole DAG): http://127.0.0.1:4141/"
-	$(BIN)/kedro viz run --no-browser
+	@trap : INT; $(BIN)/python -m connect_zero_pipeline.commands.serve viz $(VIZ_PORT)
 
-# The store is the project's sqlite file (conf/base/mlflow.yml); the UI serves its artifacts.
+# The store is the project's sqlite file (conf/base/mlflow.yml); the UI serves its artifacts
+# with one worker and no job runner, and prints the runs list's address last
+# (src/connect_zero_pipeline/commands/serve.py).
 MLFLOW_PORT ?= 5000
-# One worker and no job runner (MLflow's GenAI jobs): 2 processes, about 0.5 GB, where the
-# defaults start 11 (about 2.3 GB) on a 2-core machine. It prints the runs list's address.
 mlflow: setup
-	@$(BIN)/python -m connect_zero_pipeline.tracking $(CURDIR)/mlflow.db $(MLFLOW_PORT)
-	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT) --workers 1
+	@trap : INT; $(BIN)/python -m connect_zero_pipeline.commands.serve mlflow $(MLFLOW_PORT)
 
 PLAY_PORT ?= 8000
 play: setup

@@ -316,9 +316,3 @@ def _query(db: Path, sql: str, *args) -> tuple | None:
             return conn.execute(sql, args).fetchone()
     except sqlite3.Error:
         return None
-
-
-if __name__ == "__main__":  # make mlflow: python -m connect_zero_pipeline.tracking <db> <port>
-    import sys
-
-    print(f"MLflow UI: {ui_url(Path(sys.argv[1]), int(sys.argv[2]))}")

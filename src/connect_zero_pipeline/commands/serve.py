@@ -1,0 +1,113 @@
+"""``make mlflow`` and ``make viz``: a UI server whose address is the last thing printed.
+
+Usage::
+
+    python -m connect_zero_pipeline.commands.serve mlflow PORT
+    python -m connect_zero_pipeline.commands.serve viz PORT
+
+Before anything starts, a port another program holds is an error that names it (exit 2).
+The server then starts with the library deprecation warnings that say nothing to a user
+turned off (:data:`QUIET_WARNINGS`); once it answers, the addresses to open are printed,
+last. Ctrl-C stops it quietly (exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+QUIET_WARNINGS = (
+    # kedro-viz imports a response class that FastAPI deprecates (15 wrapped lines).
+    "ignore:ORJSONResponse is deprecated",
+    # MLflow's server imports a Starlette module that Starlette deprecates.
+    "ignore:starlette.middleware.wsgi is deprecated",
+)
+"""``PYTHONWARNINGS`` entries (message prefixes) for the server processes, which import
+the libraries before the project could filter anything."""
+START_TIMEOUT_S = 180.0
+
+
+def port_taken(port: int, host: str = LOOPBACK) -> bool:
+    """Whether another program listens on (or holds) ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _answers(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((LOOPBACK, port)) == 0
+
+
+def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str], list[str]]:
+    """``(argv, extra environment, the lines to print once it answers)`` of UI ``ui``."""
+    binary = Path(sys.executable).parent
+    if ui == "mlflow":
+        from ..tracking import ui_url
+
+        db = project / "mlflow.db"
+        argv = [str(binary / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}",
+                "--host", LOOPBACK, "--port", str(port), "--workers", "1"]  # fmt: skip
+        # One worker and no job runner (MLflow's GenAI jobs): 2 processes, about 0.5 GB,
+        # where the defaults start 11 (about 2.3 GB) on a 2-core machine.
+        env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        return argv, env, [f"MLflow UI: {ui_url(db, port)}"]
+    argv = [str(binary / "kedro"), "viz", "run", "--no-browser", "--host", LOOPBACK,
+            "--port", str(port)]  # fmt: skip
+    base = f"http://{LOOPBACK}:{port}/"
+    return argv, {}, [f"kedro-viz: {base}",
+                      f"one generation's lineage: {base}?pid=__default__&fid=gen_002"]  # fmt: skip
+
+
+def serve(ui: str, port: int, project: Path) -> int:
+    if port_taken(port):
+        print(f"Error: port {port} on {LOOPBACK} is taken (another {ui} server, or another "
+              f"program); stop it, or pick another port: make {ui} "
+              f"{'MLFLOW_PORT' if ui == 'mlflow' else 'VIZ_PORT'}=<port>", file=sys.stderr)  # fmt: skip
+        return 2
+    argv, extra, lines = command(ui, port, project)
+    warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), *QUIET_WARNINGS]))
+    env = {**os.environ, **extra, "PYTHONWARNINGS": warnings}
+    # Its own session: the terminal's Ctrl-C reaches this process only, which stops the
+    # server with SIGTERM, its clean shutdown (SIGINT makes uvicorn print a traceback).
+    proc = subprocess.Popen(argv, env=env, cwd=project, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while proc.poll() is None and not _answers(port) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        if proc.poll() is None:
+            time.sleep(0.5)  # the server's own start-up lines come first
+            print("\n" + "\n".join(lines) + "\n(Ctrl-C stops it)", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] not in ("mlflow", "viz") or not args[1].isdigit():
+        print("usage: python -m connect_zero_pipeline.commands.serve {mlflow,viz} PORT",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    from ..project import project_root
+
+    return serve(args[0], int(args[1]), project_root() or Path.cwd())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
