@@ -74,6 +74,25 @@ def test_the_summary_names_the_registry_version_and_the_url():
     assert not re.search(r"^- bench\.", text, re.M)  # no raw metric names
 
 
+def test_a_run_trained_further_shows_its_start_its_versions_and_its_whole_wall_time():
+    run_id, later = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
+    text = render(
+        pipeline="alphazero", run_id=run_id, wall_seconds=125, earlier_seconds=1800,
+        generation=("gen_026", {"solver.acc": 0.818, "solver.weak_acc": 0.9}),
+        paths={}, mlflow_run_id=None,
+        extended=[{"from": 24, "to": 26, "version": later}],
+        start=("models:/connect-zero@champion (connect-zero version 3: run X, generation 24)",
+               {"solver.acc": 0.820}),
+    )  # fmt: skip
+    assert f"- run id: `{run_id}` (the version of its generations' outputs;" in text
+    assert "every output of this run has this version" not in text  # not true once extended
+    assert f"(its final files have version `{later}`)" in text
+    assert "- wall time: 2 min 5 s this attempt, 32 min 5 s in all" in text
+    assert "- started from: models:/connect-zero@champion (connect-zero version 3" in text
+    assert "- solver.acc (network alone, strict): 0.818 (its start: 0.820, -0.002)" in text
+    assert "- solver.weak_acc (keeps the best outcome class): 0.900\n" in text  # no start figure
+
+
 def test_object_reprs_become_class_names():
     assert plain_repr("<kedro.runner.sequential_runner.SequentialRunner object at 0x7f3a>") == (
         "SequentialRunner"

@@ -83,18 +83,26 @@ _NODE_FILTERS = ("namespaces", "node_names", "from_nodes", "to_nodes", "from_inp
                  "to_outputs", "tags")  # fmt: skip
 
 
-def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None) -> str:
-    """What the MLflow parent run is called: pipeline, scope, seed and start time.
+def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
+                    manifest: dict | None = None) -> str:  # fmt: skip
+    """What the MLflow parent run is called: what tells runs apart first, as the runs list
+    cuts long names: the start time, the pipeline, its scope and seed, then where it started
+    and how it was extended.
 
-    ``alphazero seed=0 2026-11-23T10:26`` for a whole run; a run filtered to
-    some nodes names its generations: ``alphazero gen_003 seed=0 ...`` or
-    ``alphazero gen_003..gen_005 seed=0 ...``. ``steps`` are the generation
-    (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
-    (a UTC time, ``2026-11-23T10.26.07.123Z``).
+    ``2026-11-23 10:26 alphazero seed=0`` for a whole run; a run filtered to some nodes
+    names its generations (``... alphazero gen_003..gen_005 seed=0``); a run started from
+    a trained model says so (``... from connect-zero v3``), an extended run its generations
+    (``... 24->40 gens``). ``steps`` are the generation (or chunk) namespaces of the
+    pipeline that runs; ``run_id`` is the run's id (a UTC time, ``2026-11-23T10.26.07.123Z``);
+    ``manifest`` its record (``start_from``, ``extended``).
     """
     from .naming import pipeline_label
 
-    parts = [pipeline_label(run_params.get("pipeline_names"))]
+    parts = []
+    if run_id:  # 2026-11-23T10.26.07.123Z -> 2026-11-23 10:26
+        date, _, clock = run_id.partition("T")
+        parts.append(f"{date} {clock[:5].replace('.', ':')}")
+    parts.append(pipeline_label(run_params.get("pipeline_names")))
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
     if steps and any(run_params.get(k) for k in _NODE_FILTERS):
         parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
@@ -106,9 +114,16 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
     if seed is not None:
         parts.append(f"seed={seed}")
-    if run_id:  # 2026-11-23T10.26.07.123Z -> 2026-11-23T10:26
-        date, _, clock = run_id.partition("T")
-        parts.append(f"{date}T{clock[:5].replace('.', ':')}")
+    start = (manifest or {}).get("start_from")
+    if start:
+        ref = start["ref"]
+        version = re.match(r"^models:/([^/@]+)[/@]", ref)
+        registered = re.search(r"\((\S+) version (\d+):", start["described"])
+        parts.append(f"from {registered[1]} v{registered[2]}" if version and registered
+                     else f"from {start['run_id'][:16].replace('T', ' ').replace('.', ':')}")  # fmt: skip
+    extended = (manifest or {}).get("extended") or []
+    if extended:
+        parts.append(f"{extended[0]['from']}->{extended[-1]['to']} gens")
     return " ".join(parts)
 
 
@@ -151,19 +166,15 @@ class GenerationRunsHook:
         if run_identity.run_id:  # kedro-mlflow tagged the session id; the run's id is this
             self._client.set_tag(self._parent, "run_id", run_identity.run_id)
         name = parent_run_name(run_params, list(self._pending), run_identity.params,
-                               run_identity.run_id)  # fmt: skip
+                               run_identity.run_id, run_identity.manifest)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
         extended = (run_identity.manifest or {}).get("extended")
         if extended:  # trained further: how many generations each extension added
             self._client.set_tag(self._parent, "extended", ", ".join(
                 f"{e['from']} -> {e['to']} generations" for e in extended))  # fmt: skip
-        start = (run_identity.params.get("model") or {}).get("start_from")
-        if start and run_identity.root is not None:  # where this run's generation 0 came from
-            from .runs import start_model
-
-            self._client.set_tag(
-                self._parent, "start_from", start_model(run_identity.root, start)[1]
-            )
+        start = (run_identity.manifest or {}).get("start_from")
+        if start:  # where this run's generation 0 came from (resolved once, at its start)
+            self._client.set_tag(self._parent, "start_from", start["described"])
         for key, value in run_params.items():  # kedro-mlflow tags the run params as they are
             if isinstance(value, str) and (plain := plain_repr(value)) != value:
                 self._client.set_tag(self._parent, key, plain)  # "SequentialRunner", no repr

@@ -6,9 +6,10 @@ it with :func:`onnx_signature` and then calls :func:`describe_version`, which
 gives the version:
 
 - a description (what it is, how strong, the signature in words);
-- tags ``generation``, ``run_id``, ``solver.acc``, ``solver.weak_acc`` and
-  ``pipeline`` (the strength figures travel in the ONNX file's metadata, measured
-  by the export node on the shipped solver set);
+- tags ``generation``, ``run_id``, ``solver.acc``, ``solver.weak_acc``, ``pipeline``
+  and, for a run started from a trained model, ``start_from`` (the strength figures
+  travel in the ONNX file's metadata, measured by the export node on the shipped
+  solver set);
 - the alias ``champion``, when the version beats the current champion on
   ``solver.acc`` (or there is none yet). Once a ladder moved the champion
   (``ladder.move_champion``, the model's tag ``champion_by: ladder.elo``), the
@@ -38,8 +39,8 @@ CHAMPION_METRIC = "solver.acc"
 CHAMPION_BY_TAG = "champion_by"
 """A registered-model tag: ``ladder.elo`` once a ladder moved the champion (``ladder.
 move_champion``); exports then leave the alias alone (unless there is no champion)."""
-TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline")
-"""The tags of every registered version."""
+TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline", "start_from")
+"""The tags a registered version may have."""
 
 
 def onnx_signature():
@@ -63,14 +64,17 @@ def onnx_signature():
     )
 
 
-def version_tags(meta: dict[str, Any], run_id: str | None, pipeline: str | None) -> dict[str, str]:
-    """The tags of a version from its ONNX file's ``meta`` and the run that made it."""
+def version_tags(meta: dict[str, Any], run_id: str | None, pipeline: str | None,
+                 start_from: str | None = None) -> dict[str, str]:  # fmt: skip
+    """The tags of a version from its ONNX file's ``meta`` and the run that made it
+    (``start_from``: the trained model that run started from, in words)."""
     values = {
         "generation": meta.get("generation"),
         "run_id": run_id,
         "solver.acc": meta.get("solver.acc"),
         "solver.weak_acc": meta.get("solver.weak_acc"),
         "pipeline": pipeline,
+        "start_from": start_from,
     }
     return {k: (f"{v:.4f}" if isinstance(v, float) else str(v)) for k, v in values.items()
             if v is not None}  # fmt: skip
@@ -83,6 +87,8 @@ def describe(tags: dict[str, str]) -> str:
         text += f" of run {tags['run_id']}"
     if "pipeline" in tags:
         text += f" (pipeline {tags['pipeline']})"
+    if "start_from" in tags:
+        text += f", trained on from {tags['start_from']}"
     text += ", a Connect-4 AlphaZero network in ONNX."
     if "solver.acc" in tags:
         text += (f" On the shipped solver set the network alone plays the best move in "

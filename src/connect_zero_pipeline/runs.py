@@ -613,6 +613,7 @@ class RunIdentityHook:
                 raise NothingToDo(f"Nothing to do: {what}; nothing was run or written.")
         started = (self.resumed or {}).get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self._attempt_start = time.perf_counter()
+        start = (self.resumed or {}).get("start_from") or self._start_from()
         self.manifest = {
             "run_id": run_id,
             "pipelines": names,
@@ -626,6 +627,7 @@ class RunIdentityHook:
             "extended": extended,
             "mlflow_run_id": (self.resumed or {}).get("mlflow_run_id"),
             "wall_seconds": (self.resumed or {}).get("wall_seconds") or 0.0,
+            "start_from": start,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "pid_started": process_start(os.getpid()),
@@ -638,6 +640,16 @@ class RunIdentityHook:
         self.final_version = final_version(self.manifest)
         pinned = pin_outputs(pipeline, catalog, run_id, self.final_version)
         log.info("Run %s: %d versioned outputs read and written at this version", run_id, pinned)
+
+    def _start_from(self) -> dict[str, Any] | None:
+        """Where ``model.start_from`` points now, resolved once at the run's start (an alias
+        moves, a resume keeps what the run started from): ``ref``, ``run_id``,
+        ``generation``, ``described``; None without one."""
+        ref = (self.params.get("model") or {}).get("start_from")
+        if not ref:
+            return None
+        run_id, generation, _, described = start_point(self.root, ref)
+        return {"ref": ref, "run_id": run_id, "generation": generation, "described": described}
 
     @staticmethod
     def _point_mlflow_at(parent_run_id: str | None) -> None:

@@ -76,6 +76,7 @@ def render(
     ratings: list[str] | None = None,
     extended: list[dict[str, Any]] | None = None,
     earlier_seconds: float = 0.0,
+    start: tuple[str, dict[str, float]] | None = None,
 ) -> str:
     """The summary as Markdown (it reads as plain text in a terminal).
 
@@ -96,13 +97,20 @@ def render(
             ``version``), if it was trained further.
         earlier_seconds: the wall time of the run's earlier attempts (a resumed or extended
             run: those that recorded their end), shown with the run's total.
+        start: the trained model the run started from (``model.start_from``), in words, and
+            its evaluation metrics, shown beside the run's own.
     """
     lines = [f"## Run summary: {pipeline}", ""]
-    if run_id:
+    if run_id and extended:
+        lines.append(f"- run id: `{run_id}` (the version of its generations' outputs; each "
+                     "extension's final files have a version of their own)")  # fmt: skip
+    elif run_id:
         lines.append(f"- run id: `{run_id}` (every output of this run has this version)")
     for step in extended or []:
         lines.append(f"- extended from {step['from']} to {step['to']} generations (its final "
                      f"files have version `{step['version']}`)")  # fmt: skip
+    if start is not None:
+        lines.append(f"- started from: {start[0]}")
     if earlier_seconds > 0:
         lines.append(f"- wall time: {_duration(wall_seconds)} this attempt, "
                      f"{_duration(earlier_seconds + wall_seconds)} in all")  # fmt: skip
@@ -122,9 +130,14 @@ def render(
         name, metrics = generation
         kind = "generation" if parse_step(name)[0] == GENERATION else "chunk"
         lines += ["", f"### {name}, the last {kind}", ""]
+        before = start[1] if start is not None else {}
         for key, label in HEADLINE:
             if key in metrics:
-                lines.append(f"- {label}: {metrics[key]:.3f}")
+                line = f"- {label}: {metrics[key]:.3f}"
+                if key in before:
+                    line += (f" (its start: {before[key]:.3f}, "
+                             f"{metrics[key] - before[key]:+.3f})")  # fmt: skip
+                lines.append(line)
         if recipe_changes is not None and REFERENCE["metric"] in metrics:
             lines.append(f"- {reference_line(metrics[REFERENCE['metric']], recipe_changes)}")
         table = public_sets_table(metrics)
@@ -266,6 +279,10 @@ def last_generation(pipeline, catalog) -> tuple[str, dict[str, float]] | None:
     return best[1], {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
 
 
+def _float_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:
+    return {k: float(v) for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
+
+
 class RunSummaryHook:
     """Prints and logs :func:`render` after a successful pipeline run."""
 
@@ -276,6 +293,8 @@ class RunSummaryHook:
         self._mlflow_run_id: str | None = None
         self._extended: list[dict[str, Any]] | None = None
         self._earlier = 0.0
+        self._start_from: dict[str, Any] | None = None
+        self._root: Path | None = None
 
     @hook_impl(trylast=True)  # after kedro-mlflow opened its run and the run id is known
     def before_pipeline_run(self) -> None:
@@ -287,8 +306,21 @@ class RunSummaryHook:
         self._run_id = run_identity.run_id
         self._extended = (run_identity.manifest or {}).get("extended")
         self._earlier = (run_identity.manifest or {}).get("wall_seconds") or 0.0
+        self._start_from = (run_identity.manifest or {}).get("start_from")
+        self._root = run_identity.root
         active = mlflow.active_run()
         self._mlflow_run_id = active.info.run_id if active else None
+
+    def _start_metrics(self) -> tuple[str, dict[str, float]] | None:
+        """What the run started from and that generation's evaluation metrics (read from its
+        metrics file; none if that run's files are not in this project)."""
+        start = self._start_from
+        if not start or self._root is None:
+            return None
+        from .commands.curve import generation_metrics
+
+        found = generation_metrics(self._root, start["generation"], "eval", start["run_id"])
+        return start["described"], _float_metrics(found)
 
     @hook_impl
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline, catalog) -> None:
@@ -326,6 +358,7 @@ class RunSummaryHook:
             ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
             extended=self._extended,
             earlier_seconds=self._earlier,
+            start=self._start_metrics(),
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)
         if client is not None:

@@ -251,7 +251,8 @@ def test_the_default_model_is_the_latest_catalog_version(kedro_project):
         save_model(build_model(preset), folder / version / "latest_model.pt")
     proc = subprocess.run(PLAY, input="", capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "Model: catalog entry 'latest_model' (latest version)" in proc.stdout
+    # Its newest version, named (no manifest here, so no run to name).
+    assert "Model: latest_model version 2026-01-02T00.00.00.000Z [" in proc.stdout
     assert "ResNet" in proc.stdout  # the newer version (tiny) was loaded, not the mlp
 
 
@@ -289,6 +290,16 @@ def test_bad_model_file_and_bad_moves_are_clear_errors(tmp_path, model_file):
     assert "Traceback" not in proc.stderr
 
 
+def test_the_solver_cell_is_the_strongest_statement_its_bounds_prove():
+    from connect_zero_pipeline.commands.board import SOLVER_LEGEND, verdict
+
+    cases = {(3, 3): "+3", (0, 0): "+0", (-2, -2): "-2", (1, 18): "win", (-18, -1): "loss",
+             (0, 5): ">=0", (-5, 0): "<=0", (-3, 4): "?", None: ""}  # fmt: skip
+    assert {b: verdict(b) for b in cases} == cases
+    for symbol in ("win", "loss", ">=0", "<=0", "?"):  # the legend explains every symbol
+        assert f" {symbol} " in SOLVER_LEGEND or f" {symbol}," in SOLVER_LEGEND
+
+
 def test_web_serves_the_page_on_loopback(tmp_path):
     (tmp_path / "index.html").write_text("<!doctype html><title>t</title>")
     (tmp_path / "x.wasm").write_bytes(b"\0asm")
@@ -310,6 +321,11 @@ def test_web_serves_the_page_on_loopback(tmp_path):
             assert resp.headers["Content-Type"].startswith("text/javascript")
         with urllib.request.urlopen(url + "analyze?moves=44") as resp:
             assert len(json.loads(resp.read())["scores"]) == 7
+        # 4414742: column 4 wins at once, proved at any budget; the legend comes along.
+        with urllib.request.urlopen(url + "analyze?moves=4414742") as resp:
+            answer = json.loads(resp.read())
+        assert answer["verdicts"][3] == "+18" and answer["bounds"][3] == [18, 18]
+        assert answer["scores"][3] == 18 and ">=0 (at least a draw)" in answer["legend"]
         # A bad position, in any script: 400 with the reason in a UTF-8 body, and the
         # server goes on (the reason never reaches the Latin-1 status line).
         for moves, reason in [("%E2%82%AC", "moves='€'"), ("9", "moves='9'")]:
@@ -378,6 +394,9 @@ def test_the_analysis_board_in_a_real_terminal(model_file):
         shown = child.before
         for row in ("policy", "visits", "Q     ", "solver"):
             assert f"\n{row}" in shown, shown
+        # The person threatens 3 and 7: every reply loses at once, and the solver proves it.
+        (solver_row,) = [line for line in shown.splitlines() if line.startswith("solver ")]
+        assert all(re.fullmatch(r"-\d+", cell) for cell in solver_row.split()[1:]), solver_row
         assert re.search(r"The agent's view: [a-z ,]+ \([+-]\d\.\d\d\)\.", shown), shown
         assert "\033[31m\033[1m" in shown and "\033[33m\033[1m" in shown  # X red, O yellow
         assert "\033[4m" in shown  # the last move underlined

@@ -271,9 +271,26 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     assert gen0["config"] == weights["config"]
     assert all(torch.equal(gen0["state_dict"][k], v) for k, v in weights["state_dict"].items())
     (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
-    assert parent.data.tags["start_from"] == (
+    described = (
         f"models:/connect-zero@champion (connect-zero version 1: run {earlier_id}, generation 2)"
     )
+    assert parent.data.tags["start_from"] == described
+    assert read_manifest(project, run_id)["start_from"] == {
+        "ref": "models:/connect-zero@champion", "run_id": earlier_id, "generation": 2,
+        "described": described}  # fmt: skip
+    # What differs between parents comes first in the runs list's (cut) names.
+    date, _, clock = run_id.partition("T")
+    assert parent.info.run_name == (
+        f"{date} {clock[:5].replace('.', ':')} alphazero seed=0 from connect-zero v1"
+    )
+    # Its summary compares it with its start; its registered version says where it started.
+    assert f"- started from: {described}" in res.stdout
+    assert re.search(r"- solver\.acc \(network alone, strict\): \d\.\d{3} \(its start: "
+                     r"\d\.\d{3}, [+-]\d\.\d{3}\)", res.stdout)  # fmt: skip
+    newest = max(mlflow_client(project).search_model_versions("name = 'connect-zero'"),
+                 key=lambda v: int(v.version))  # fmt: skip
+    assert newest.tags["start_from"] == described
+    assert f"trained on from {described}" in newest.description
     # A run id names its last generation; an unknown one is refused before any work.
     before = set(known_runs(project))
     bad = kedro_cli(project, "run", "--params", cli_params({**start, "model.start_from": "nope"}))
@@ -390,6 +407,7 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     assert parent.info.run_id == first["mlflow_run_id"] == manifest["mlflow_run_id"]
     assert parent.info.status == "FINISHED" and parent.data.tags["extended"] == "2 -> 3 generations"
+    assert parent.info.run_name.endswith(" alphazero seed=0 2->3 gens")
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(c.info.run_name for c in children) == [f"gen_{k:03d}" for k in range(4)]
     curve = client.get_metric_history(parent.info.run_id, "solver.acc")

@@ -2,8 +2,8 @@
 
 Pure text functions, used by :mod:`.play`: :func:`grid` draws the board (colours, the last
 move and the winning four on a colour terminal; plain text elsewhere), :func:`analysis`
-tabulates the network's policy, the search's visits and Q and the solver's score of every
-column, and :func:`value_words` says what a value means without overstating it.
+tabulates the network's policy, the search's visits and Q and the solver's verdict on every
+column (:func:`verdict`), and :func:`value_words` says what a value means without overstating it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,31 @@ from ..core.bitboard import HEIGHT, WIDTH, bitboards_to_board, four_cells, moves
 RESET, BOLD, UNDERLINE, REVERSE = "\033[0m", "\033[1m", "\033[4m", "\033[7m"
 COLOURS = {"X": "\033[31m", "O": "\033[33m"}  # the first player red, the second yellow
 SOLVER_LEGEND = (
-    "solver: the exact score of each move for the side to move: + a win (the higher, the "
-    "sooner), 0 a draw, - a loss; ? beyond its node budget"
+    "solver: each move's score for the side to move, +N a win (the higher, the sooner), +0 a "
+    "draw, -N a loss; where its node budget ends first, what it proved: win, loss, >=0 (at "
+    "least a draw), <=0 (at most a draw), ? (not yet known)"
 )
+"""What the solver row's symbols mean (the terminal prints it; the page shows it too)."""
+
+
+def verdict(bounds: tuple[int, int] | None) -> str:
+    """A column's solver cell from the bounds of its score (:func:`..core.solver.column_bounds`):
+    the exact score, else the strongest outcome they prove (:data:`SOLVER_LEGEND`); ``""``
+    for a full column."""
+    if bounds is None:
+        return ""
+    low, high = bounds
+    if low == high:
+        return f"{low:+d}"
+    if low > 0:
+        return "win"
+    if high < 0:
+        return "loss"
+    if low == 0:
+        return ">=0"
+    if high == 0:
+        return "<=0"
+    return "?"
 
 
 @dataclass
@@ -36,10 +58,9 @@ class Analysis:
     """The search's visits per column."""
     q: list[float | None] | None = None
     """The search's mean value per visited column."""
-    solver: list[int | None] | None = None
-    """The perfect solver's score per column (None: a full column)."""
-    solved: bool = True
-    """Whether the solver finished within its node budget (else its scores are unknown)."""
+    solver: list[tuple[int, int] | None] | None = None
+    """The bounds the perfect solver proved of each column's score (equal: exact; None: a
+    full column)."""
 
 
 def grid(moves: str, colour: bool = False) -> str:
@@ -100,7 +121,6 @@ def analysis(a: Analysis) -> str:
     if a.q is not None:
         lines.append(row("Q", ["" if q is None else f"{q:+.2f}" for q in a.q]))
     if a.solver is not None:
-        shown = ["?" if not a.solved else "" if s is None else f"{s:+d}" for s in a.solver]
-        lines.append(row("solver", shown))
+        lines.append(row("solver", [verdict(b) for b in a.solver]))
     lines.append(f"The agent's view: {value_words(a.value)}.")
     return "\n".join(lines)

@@ -40,7 +40,10 @@ COLUMNS = [
 ]
 
 
-def _metrics(project: Path, generation: int, stage: str, run_id: str | None) -> dict | None:
+def generation_metrics(project: Path, generation: int, stage: str, run_id: str | None
+                       ) -> dict | None:  # fmt: skip
+    """Generation ``generation``'s ``<stage>_metrics.json`` of run ``run_id`` (None: the newest
+    version), or None when there is none."""
     folder = (
         project / "data" / "08_reporting" / generation_name(generation) / f"{stage}_metrics.json"
     )
@@ -68,7 +71,9 @@ def curve_table(project: Path, run_id: str | None) -> str:
     rows = []
     k = 1
     while True:
-        stages = {s: _metrics(project, k, s, run_id) for s in ("eval", "selfplay", "train")}
+        stages = {
+            s: generation_metrics(project, k, s, run_id) for s in ("eval", "selfplay", "train")
+        }
         if stages["eval"] is None:
             break
         flat = dict(stages["eval"])

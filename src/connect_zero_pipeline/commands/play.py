@@ -13,8 +13,9 @@ pipeline. ``--sims 0`` plays the raw policy greedily; ``--sims N`` searches
 ``N`` simulations of the project's batched MCTS before every move.
 
 After each of its moves the agent shows its analysis (:mod:`.board`): per column the
-network's policy, the search's visits and Q, and the perfect solver's score (within
-``--solver-nodes`` nodes; 0: none), then its value in words. ``u`` undoes the person's last
+network's policy, the search's visits and Q, and the perfect solver's verdict on each column
+(its exact score, or what it proved within ``--solver-nodes`` nodes a column: win, loss, at
+least or at most a draw; 0: no solver), then its value in words. ``u`` undoes the person's last
 move (and the agent's reply); a finished game offers a rematch with the colours swapped.
 On a colour terminal the stones are coloured, the last move underlined and the winning four
 in reverse video (``NO_COLOR`` turns colours off).
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from . import interrupts
-from .board import SOLVER_LEGEND, Analysis, analysis, grid
+from .board import SOLVER_LEGEND, Analysis, analysis, grid, verdict
 from .model_source import (
     PRETRAINED,
     NoVersionError,
@@ -137,8 +138,8 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
     def _analyze(self) -> None:
-        """``/analyze?moves=4453``: the perfect solver's score of each column for the side to
-        move, ``{"scores": [7 ints or null], "solved": bool}`` (solved: within the budget)."""
+        """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
+        the side to move, within the node budget (:func:`solver_answer`)."""
         from urllib.parse import parse_qs, urlsplit
 
         from ..core.bitboard import is_terminal, moves_to_bitboards
@@ -155,8 +156,8 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             self._json(400, {"error": f"moves={moves!r}: {exc}"})
             return
         with self._solver_lock:
-            scores, solved = _solver_scores(position, mask, self.solver_nodes)
-        self._json(200, {"scores": scores, "solved": solved})
+            answer = solver_answer(position, mask, self.solver_nodes)
+        self._json(200, answer)
 
     def _json(self, status: int, payload: dict) -> None:
         """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
@@ -298,17 +299,50 @@ class _Agent:
                         [int(n) for n in visits[0].tolist()], q)  # fmt: skip
 
 
-def _solver_scores(position: int, mask: int, max_nodes: int) -> tuple[list, bool]:
-    """The perfect solver's score of each column (None for a full one), and whether it
-    finished within ``max_nodes`` nodes."""
+def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, int] | None]:
+    """What the perfect solver proves of each column's score within ``max_nodes`` nodes a
+    column (:func:`..core.solver.column_bounds`); exact at once for a position of the
+    project's solver cache (the labelled sets' positions)."""
     import numpy as np
 
-    from ..core.solver import FULL_COLUMN, analyze_batch
+    from ..core.labelling import position_keys
+    from ..core.solver import FULL_COLUMN, column_bounds
 
-    scores, ok, _ = analyze_batch(
-        np.array([position], dtype=np.uint64), np.array([mask], dtype=np.uint64), max_nodes
-    )
-    return [None if int(v) == FULL_COLUMN else int(v) for v in scores[0]], bool(ok[0])
+    cache = _solver_cache()
+    if cache is not None:
+        found, scores = cache.lookup(
+            position_keys(np.array([position], np.uint64), np.array([mask], np.uint64))
+        )
+        if found[0]:
+            return [None if s == FULL_COLUMN else (int(s), int(s)) for s in scores[0]]
+    return column_bounds(position, mask, max_nodes)
+
+
+@functools.lru_cache(maxsize=1)
+def _solver_cache():
+    """The project's solver cache (``pons.cache_dir``), read once; None outside a project."""
+    from ..core.labelling import SolvedCache
+    from ..params.pons import PonsConfig
+    from ..project import project_root
+
+    project, folder = project_root(), PonsConfig().cache_dir
+    if project is None or not folder or not (project / folder).is_dir():
+        return None
+    return SolvedCache(project / folder)
+
+
+def solver_answer(position: int, mask: int, max_nodes: int) -> dict:
+    """``/analyze``'s answer: per column the exact ``scores`` (null where not proved, or
+    full), the proved ``bounds`` ([low, high] or null), the ``verdicts`` as the page shows
+    them, and ``solved`` (every score exact)."""
+    bounds = solver_bounds(position, mask, max_nodes)
+    return {
+        "scores": [b[0] if b is not None and b[0] == b[1] else None for b in bounds],
+        "bounds": [list(b) if b is not None else None for b in bounds],
+        "verdicts": [verdict(b) for b in bounds],
+        "solved": all(b is None or b[0] == b[1] for b in bounds),
+        "legend": SOLVER_LEGEND,
+    }
 
 
 def _describe_model(model) -> str:
@@ -359,7 +393,7 @@ def play_terminal(
     model, description: str, sims: int, human_first: bool, moves: str, solver_nodes: int = 0
 ) -> int:
     """Games against the agent until the person quits: the board, the agent's analysis of
-    each of its moves (and the solver's, within ``solver_nodes`` nodes a position), undo,
+    each of its moves (and the solver's, within ``solver_nodes`` nodes a column), undo,
     and a rematch with the colours swapped."""
     import os
 
@@ -425,7 +459,7 @@ def _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out) -> st
             continue
         thought = agent.analyze(position, mask)
         if solver_nodes:
-            thought.solver, thought.solved = _solver_scores(position, mask, solver_nodes)
+            thought.solver = solver_bounds(position, mask, solver_nodes)
         print(f"Agent plays {thought.column + 1}", file=out)
         print(analysis(thought), file=out, flush=True)
         moves += str(thought.column + 1)
@@ -488,7 +522,7 @@ def _parser() -> argparse.ArgumentParser:
         default=1_000_000,
         metavar="N",
         help="the perfect solver's score of every column at each agent move (the terminal, "
-        "and the page served by --web), within N nodes a position (default 1000000; 0: none)",
+        "and the page served by --web), within N nodes a column (default 1000000; 0: none)",
     )
     return p  # fmt: skip
 

@@ -326,6 +326,77 @@ def _negamax(pos, mask, alpha, beta, tt, shift, frames, stats):
 
 
 @njit(cache=True, nogil=True)
+def _probe(lo, hi):
+    """The next question "score > probe?" when the score is in ``[lo, hi]``: halfway, but
+    never closer to 0 than half of the bound on its side (big-magnitude questions, a quick
+    win or loss, are cheap and fill the table)."""
+    probe = lo + (hi - lo) // 2
+    if probe <= 0 and -((-lo) // 2) < probe:
+        probe = -((-lo) // 2)
+    elif probe >= 0 and hi // 2 > probe:
+        probe = hi // 2
+    return probe
+
+
+@njit(cache=True, nogil=True)
+def _bounds_one(pos, mask, max_nodes, tt, shift, frames, lo_out, hi_out):
+    """Fill ``lo_out``/``hi_out [7]`` with the bounds of each column's score for the side to
+    move (both :data:`FULL_COLUMN` for a full one), each column within ``max_nodes`` nodes.
+
+    A win at once, and a move that lets the opponent win at once, are exact always. Else
+    the outcome is asked first ("> 0?", "> -1?": win, draw or loss), then the exact score;
+    a question the budget cuts short leaves the bounds the answered ones give.
+    Precondition: the game is not over.
+    """
+    n = _popcount(mask)
+    stats = np.zeros(4, dtype=np.int64)
+    wins = _winning_cells(pos, mask)
+    for c in range(WIDTH):
+        mv = (mask + _BOTTOM) & (_COL0 << (H1 * c))
+        if mv == 0:
+            lo_out[c] = FULL_COLUMN
+            hi_out[c] = FULL_COLUMN
+            continue
+        if wins & mv:
+            lo_out[c] = (NUM_CELLS + 1 - n) // 2
+            hi_out[c] = lo_out[c]
+            continue
+        if n + 1 == NUM_CELLS:
+            lo_out[c] = 0
+            hi_out[c] = 0
+            continue
+        p2 = pos ^ mask  # the opponent to move, after the move
+        m2 = mask | mv
+        if _winning_cells(p2, m2) & ((m2 + _BOTTOM) & _BOARD):  # it wins at once
+            lo_out[c] = -((NUM_CELLS + 1 - (n + 1)) // 2)
+            hi_out[c] = lo_out[c]
+            continue
+        lo = -((NUM_CELLS - n - 1) // 2)  # the opponent's score
+        hi = (NUM_CELLS - n - 2) // 2
+        stats[_S_NODES] = 0
+        stats[_S_LIMIT] = max_nodes
+        stats[_S_ABORTED] = 0
+        step = 0
+        while lo < hi:
+            if step == 0 and lo <= 0 < hi:
+                probe = 0  # the outcome first: does the opponent win?
+            elif step <= 1 and lo <= -1 < hi:
+                probe = -1  # does it at least draw?
+            else:
+                probe = _probe(lo, hi)
+            step += 1
+            v = _negamax(p2, m2, probe, probe + 1, tt, shift, frames, stats)
+            if stats[_S_ABORTED]:
+                break
+            if v <= probe:
+                hi = min(hi, v)
+            else:
+                lo = max(lo, v)
+        lo_out[c] = -hi
+        hi_out[c] = -lo
+
+
+@njit(cache=True, nogil=True)
 def _solve_one(pos, mask, weak, tt, shift, frames, stats):
     """Exact score (or its sign if ``weak``) of an unfinished position.
 
@@ -344,14 +415,7 @@ def _solve_one(pos, mask, weak, tt, shift, frames, stats):
         lo = max(lo, -1)
         hi = min(hi, 1)
     while lo < hi:
-        # Ask "score > probe?". The probe sits halfway between lo and hi, but
-        # never closer to 0 than half of the bound on its side: big-magnitude
-        # questions (a quick win or loss?) are cheap and fill the table.
-        probe = lo + (hi - lo) // 2
-        if probe <= 0 and -((-lo) // 2) < probe:
-            probe = -((-lo) // 2)
-        elif probe >= 0 and hi // 2 > probe:
-            probe = hi // 2
+        probe = _probe(lo, hi)
         v = _negamax(pos, mask, probe, probe + 1, tt, shift, frames, stats)
         if stats[_S_ABORTED]:
             return 0
@@ -628,6 +692,29 @@ class Solver:
         )
         return scores, ok, nodes
 
+    def column_bounds(self, position: int, mask: int, max_nodes: int = 0):
+        """What the budget proves about each column's score, for the side to move.
+
+        Args:
+            position, mask: an unfinished position's bitboards.
+            max_nodes: node budget per column, 0 for none (then every bound is exact).
+
+        Returns:
+            7 ``(low, high)`` pairs, the score within them (``low == high``: exact), left to
+            right; ``None`` for a full column. A move that wins at once, or that lets the
+            opponent win at once, is always exact; otherwise the outcome (``low > 0`` a
+            win, ``high < 0`` a loss, ``0`` on one side a draw at least or at most) comes
+            before the exact score.
+
+        Raises:
+            ValueError: illegal bitboards or a finished game.
+        """
+        pos, msk = _check_batch([position], [mask])
+        lo = np.zeros(WIDTH, dtype=np.int64)
+        hi = np.zeros(WIDTH, dtype=np.int64)
+        _bounds_one(pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames, lo, hi)
+        return [None if a == FULL_COLUMN else (int(a), int(b)) for a, b in zip(lo, hi, strict=True)]
+
 
 _DEFAULT: Solver | None = None
 
@@ -658,3 +745,8 @@ def solve_batch(positions, masks, weak: bool = False, max_nodes: int = 0):
 def analyze_batch(positions, masks, max_nodes: int = 0):
     """:meth:`Solver.analyze_batch` on the module-level solver."""
     return default_solver().analyze_batch(positions, masks, max_nodes=max_nodes)
+
+
+def column_bounds(position: int, mask: int, max_nodes: int = 0):
+    """:meth:`Solver.column_bounds` on the default solver."""
+    return default_solver().column_bounds(position, mask, max_nodes)

@@ -110,9 +110,11 @@ class RunModelDataset(MlflowModelTrackingDataset):
         from ..runs import run_identity
 
         meta = onnx_info(model.SerializeToString())["meta"]
-        pipelines = (run_identity.manifest or {}).get("pipelines")
+        manifest = run_identity.manifest or {}
+        pipelines = manifest.get("pipelines")
+        start = (manifest.get("start_from") or {}).get("described")
         tags = version_tags(
-            meta, run_identity.run_id, pipeline_label(pipelines) if pipelines else None
+            meta, run_identity.run_id, pipeline_label(pipelines) if pipelines else None, start
         )
         describe_version(client, name, str(version.version), tags)
 

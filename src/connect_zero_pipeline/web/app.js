@@ -357,14 +357,17 @@
     return `${words} (${signed(v)})`;
   }
 
-  // The analysis table: per column the policy, the search's visits and Q, the solver's score.
+  // The analysis table: per column the policy, the search's visits and Q, the solver's verdict.
   function showTable(choice, solver) {
     const rows = [["policy", choice.probs.map((p) => p.toFixed(2))]];
     if (choice.visits) rows.push(["visits", choice.visits.map(String)]);
     if (choice.q) rows.push(["Q", choice.q.map((q) => (q === null ? "" : signed(q)))]);
+    // The solver's verdicts come as the server words them, with the legend of its symbols.
+    const legend = $("#solver-legend");
+    legend.hidden = !solver;
     if (solver) {
-      rows.push(["solver", solver.scores.map((s) =>
-        !solver.solved ? "?" : s === null ? "" : `${s > 0 ? "+" : ""}${s}`)]);
+      rows.push(["solver", solver.verdicts]);
+      legend.textContent = solver.legend;
     }
     const table = $("#analysis-table");
     table.replaceChildren();
@@ -381,7 +384,7 @@
     }
   }
 
-  // The perfect solver's scores, when the page is served by `play --web` (null elsewhere).
+  // The perfect solver's verdicts, when the page is served by `play --web` (null elsewhere).
   async function solverScores(moves) {
     if (location.protocol === "file:" || game.solverMissing) return null;
     try {
