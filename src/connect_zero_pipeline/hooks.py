@@ -55,6 +55,8 @@ from .naming import (
     HEADLINE_SECTION,
     LEARNING_CURVES,
     MODEL_OUTPUTS,
+    NOTE_TAG,
+    headline_line,
     metric_name,
     parse_step,
     stage_of,
@@ -63,6 +65,7 @@ from .runs import RunRefused, flatten, run_identity
 from .tracking import runs_view
 
 _HEADLINE_KEYS = {key for key, _ in HEADLINE}
+
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +239,11 @@ class GenerationRunsHook:
                         self._client.log_metric(run_id, full, float(metric), step=generation)
                         self._client.log_metric(self._parent, full, float(metric), step=generation)
                         if stage == EVAL_STAGE and key in _HEADLINE_KEYS:  # first on the page
-                            self._client.log_metric(self._parent, HEADLINE_SECTION + full,
-                                                    float(metric), step=generation)  # fmt: skip
+                            for run in (self._parent, run_id):
+                                self._client.log_metric(run, HEADLINE_SECTION + full,
+                                                        float(metric), step=generation)  # fmt: skip
+                if stage == EVAL_STAGE:  # the child's description: its headline in one line
+                    self._client.set_tag(run_id, NOTE_TAG, f"{namespace}: {headline_line(value)}")
             elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
                 from .core.checkpoint import save_model
 

@@ -87,6 +87,28 @@ HEADLINE = [
 ]
 """The headline metrics of a generation (its evaluate stage's keys) with their labels, in
 order: the summary's figures, the parent run's ``headline/`` charts, the runs list's columns."""
+HEADLINE_SHORT = {
+    "solver.acc": "solver.acc",
+    "solver.weak_acc": "weak_acc",
+    "punisher.policy.win_rate": "vs RandomPunisher: network",
+    "punisher.mcts.win_rate": "MCTS",
+    "gate.score": "vs previous",
+}
+""":data:`HEADLINE`'s keys as one line names them (:func:`headline_line`)."""
+
+
+def headline_line(metrics: dict) -> str:
+    """The headline figures in one line, rounded: ``solver.acc 0.820, weak_acc 0.951, vs
+    RandomPunisher: network 0.990, MCTS 1.000, vs previous 0.550`` (MLflow descriptions,
+    whose first lines are what its UI shows)."""
+    return ", ".join(f"{short} {float(metrics[key]):.3f}"
+                     for key, short in HEADLINE_SHORT.items() if key in metrics)  # fmt: skip
+
+
+NOTE_TAG = "mlflow.note.content"
+"""The tag MLflow's UI shows as a run's description: the summary on a parent, the headline
+line on a generation's child."""
+
 HEADLINE_SECTION = "headline/"
 """The prefix of the parent run's copies of :data:`HEADLINE`: MLflow's UI shows metrics with a
 ``<prefix>/`` as a chart section of their own, above the others."""

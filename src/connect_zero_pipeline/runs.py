@@ -51,10 +51,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import click
 from kedro.framework.hooks import hook_impl
 
 from .core.files import atomic_path, staging_path
+from .errors import NothingToDo, RunRefused
 from .naming import RESUME_KEY
 
 log = logging.getLogger(__name__)
@@ -64,20 +64,6 @@ RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
 _ID_FORMAT = "%Y-%m-%dT%H.%M.%S.%fZ"  # strptime reads the 3 digits of a run id as ms
 MANIFESTS = Path("data") / "runs"
 """Where run manifests live, relative to the project root."""
-
-
-class NothingToDo(Exception):
-    """A ``--only-missing-outputs`` run whose every output exists: it stops before it writes
-    anything (no manifest, no MLflow run, no summary), and the command exits 0 with this
-    message (:class:`.session.ProjectSession`)."""
-
-
-class RunRefused(click.ClickException, ValueError):
-    """A run refused before any work (bad parameters, a resume that cannot work).
-
-    A ``ValueError`` for code that runs sessions in-process; on the command
-    line, click prints ``Error: <message>`` (no traceback) and exits with 1.
-    """
 
 
 def manifest_path(root: Path, run_id: str) -> Path:
@@ -472,15 +458,14 @@ def _saved(dataset, mlflow_run_id: str | None) -> bool:
 
     from kedro_mlflow.io.metrics import MlflowMetricsHistoryDataset
 
-    from .datasets.mlflow_model import RunModelDataset
-
-    if isinstance(dataset, (MlflowMetricsHistoryDataset, RunModelDataset)):
+    saved_in = getattr(dataset, "saved_in", None)  # the project's model-tracking dataset
+    if isinstance(dataset, MlflowMetricsHistoryDataset) or saved_in is not None:
         if not mlflow_run_id:
             return False
-        if isinstance(dataset, RunModelDataset):
+        if saved_in is not None:
             import mlflow
 
-            return dataset.saved_in(mlflow.MlflowClient().get_run(mlflow_run_id))
+            return saved_in(mlflow.MlflowClient().get_run(mlflow_run_id))
         probe = copy.copy(dataset)  # the run's own dataset keeps following the active run
         probe.run_id = mlflow_run_id
         return probe.exists()

@@ -41,8 +41,8 @@ class ProjectSession(KedroSession):
             return super().load_context()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        from .errors import NothingToDo
         from .pipelines.structure import reading
-        from .runs import NothingToDo
 
         params = self.parameters()
         try:

@@ -18,13 +18,19 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
-from .naming import EVAL_STAGE, GENERATION, HEADLINE, parse_step, stage_of
+from .naming import (
+    EVAL_STAGE,
+    GENERATION,
+    HEADLINE,
+    NOTE_TAG,
+    headline_line,
+    parse_step,
+    stage_of,
+)
 
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "summary.md"
-NOTE_TAG = "mlflow.note.content"
-"""The MLflow tag its UI shows as a run's description: the summary, on the parent run."""
 MLFLOW_UI = "http://127.0.0.1:5000"
 """Where ``make mlflow`` serves the UI (its ``MLFLOW_PORT``)."""
 
@@ -361,8 +367,9 @@ class RunSummaryHook:
             start=self._start_metrics(),
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)
-        if client is not None:
-            client.set_tag(self._mlflow_run_id, NOTE_TAG, text)  # the run's description
+        if client is not None:  # the description: its first lines are what MLflow shows
+            first = f"{generation[0]}: {headline_line(generation[1])}\n\n" if generation else ""
+            client.set_tag(self._mlflow_run_id, NOTE_TAG, first + text)
             with tempfile.TemporaryDirectory() as tmp:
                 file = Path(tmp) / SUMMARY_FILE
                 file.write_text(text)

@@ -169,7 +169,7 @@ def check_writable(db: Path) -> None:
     Raises:
         RunRefused: with :func:`store_help`'s paragraph.
     """
-    from .runs import RunRefused
+    from .errors import RunRefused
 
     if not db.exists():
         folder = next((p for p in [db.parent, *db.parent.parents] if p.exists()), db.parent)

@@ -90,7 +90,15 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     # The headline metrics again under headline/: the first chart section of the parent.
     headline = client.get_metric_history(parent.info.run_id, "headline/solver.acc")
     assert [(m.step, m.value) for m in headline] == [(m.step, m.value) for m in history]
-    assert not any(k.startswith("headline/") for k in gen2.data.metrics)  # the parent's only
+    # A child's page opens on its headline too: the same section, and a one-line description.
+    assert gen2.data.metrics["headline/solver.acc"] == gen2.data.metrics["solver.acc"]
+    described = f"gen_002: solver.acc {evaluated['solver.acc']:.3f}, weak_acc "
+    assert gen2.data.tags["mlflow.note.content"].startswith(described)
+    assert ", vs previous " in gen2.data.tags["mlflow.note.content"]
+    # The parent's description opens with the last generation's headline: the lines MLflow
+    # shows before "more".
+    assert parent.data.tags["mlflow.note.content"].startswith(described)
+    assert "\n\n## Run summary: alphazero" in parent.data.tags["mlflow.note.content"]
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
     assert "model/model.pt" in artifacts
     assert mlflow.active_run() is None  # the run stack is left clean
@@ -112,7 +120,8 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     assert f"MLflow run: `{parent.info.run_id}`" in summary and "`make mlflow`" in summary
     logged = client.download_artifacts(parent.info.run_id, "summary.md")
     assert Path(logged).read_text().strip() in summary
-    assert parent.data.tags["mlflow.note.content"].strip() in summary  # the run's description
+    # The run's description: the headline line, then the summary as printed.
+    assert parent.data.tags["mlflow.note.content"].split("\n\n", 1)[1].strip() in summary
     assert f"/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}" in summary
     assert "- registry: connect-zero version 1, the champion" in summary
     assert "- reference: this run changed the recipe (alphazero.num_generations, " in summary

@@ -66,7 +66,9 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
         (metric,) = client.get_metric_history(children[gen].info.run_id, "elo")
         assert metric.step == int(gen[-3:])
         assert metric.value == pytest.approx(ratings.set_index("label").loc[gen, "elo"])
-    (ladder_run,) = [r for r in runs if r.info.run_name.startswith("ladder")]
+    (ladder_run,) = [
+        r for r in runs if r.info.run_name.split()[2:3] == ["ladder"]
+    ]  # <date> <time> ladder
     artifacts = {a.path for a in client.list_artifacts(ladder_run.info.run_id, "ladder")}
     assert artifacts == {"ladder/ratings.csv", "ladder/elo.png"}
 
