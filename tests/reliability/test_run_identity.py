@@ -309,7 +309,9 @@ def test_reinforce_refuses_a_start_from_and_a_window_needs_a_start():
         parse_section("model", {"start_window": True})
 
 
-def test_a_run_id_starts_from_that_run_s_last_generation(finished_run, tmp_path):
+def test_a_run_id_starts_from_that_run_s_last_generation(
+    finished_run, tmp_path, monkeypatch, capsys
+):
     from connect_zero_pipeline.runs import start_model
 
     project, run_id = finished_run
@@ -320,22 +322,17 @@ def test_a_run_id_starts_from_that_run_s_last_generation(finished_run, tmp_path)
     with pytest.raises(ValueError, match=r"models:/connect-zero@best.*no version or alias 'best'"):
         start_model(project, "models:/connect-zero@best")
     # The commands take a run id as --model too, and say which run's model they score.
-    import subprocess
-    import sys
-
+    from connect_zero_pipeline.commands.benchmark import main as benchmark
     from tests.conftest import PONS_DIR
 
     positions = tmp_path / "positions.txt"
     positions.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:20]))
+    monkeypatch.chdir(project)  # the project's catalog and runs, read in this process
     for model, said in [([], f"latest_model version {run_id}: run {run_id}, generation 2"),
                         (["--model", run_id], f"run {run_id}, generation 2")]:  # fmt: skip
-        res = subprocess.run(
-            [sys.executable, "-m", "connect_zero_pipeline", "benchmark", "--file", str(positions),
-             "--sims", "0", "--cache", "none", *model],
-            cwd=project, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert res.returncode == 0, res.stderr[-2000:]
-        assert res.stdout.startswith(f"Model: {said}\n"), res.stdout[:300]
+        assert benchmark(["--file", str(positions), "--sims", "0", "--cache", "none", *model]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"Model: {said}\n"), out[:300]
 
 
 def test_a_start_window_is_the_source_s_last_generations_and_must_be_there(finished_run, tmp_path):
