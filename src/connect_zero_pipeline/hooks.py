@@ -88,23 +88,34 @@ _NODE_FILTERS = ("namespaces", "node_names", "from_nodes", "to_nodes", "from_inp
 
 def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
                     manifest: dict | None = None) -> str:  # fmt: skip
-    """What the MLflow parent run is called: what tells runs apart first, as the runs list
-    cuts long names: the start time, the pipeline, its scope and seed, then where it started
-    and how it was extended.
+    """What the MLflow parent run is called, what tells runs apart first (the runs list
+    shows about 20 characters): the start time, where it started and how far it was
+    extended, then the pipeline, its scope and seed.
 
-    ``2026-11-23 10:26 alphazero seed=0`` for a whole run; a run filtered to some nodes
-    names its generations (``... alphazero gen_003..gen_005 seed=0``); a run started from
-    a trained model says so (``... from connect-zero v3``), an extended run its generations
-    (``... 24->40 gens``). ``steps`` are the generation (or chunk) namespaces of the
-    pipeline that runs; ``run_id`` is the run's id (a UTC time, ``2026-11-23T10.26.07.123Z``);
-    ``manifest`` its record (``start_from``, ``extended``).
+    ``11-23 10:26 alphazero seed=0`` for a whole run; ``11-23 10:26 from connect-zero v3
+    alphazero seed=0`` for a run started from a registered version (``from 11-22 09:14``
+    from a run); ``11-23 10:26 24->40 gens alphazero seed=0`` once extended; a run filtered
+    to some nodes names its generations (``... alphazero gen_003..gen_005 seed=0``).
+    ``steps`` are the generation (or chunk) namespaces of the pipeline that runs; ``run_id``
+    is the run's id (a UTC time, ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id``
+    tag); ``manifest`` its record (``start_from``, ``extended``).
     """
     from .naming import pipeline_label
 
-    parts = []
-    if run_id:  # 2026-11-23T10.26.07.123Z -> 2026-11-23 10:26
-        date, _, clock = run_id.partition("T")
-        parts.append(f"{date} {clock[:5].replace('.', ':')}")
+    def moment(rid: str) -> str:  # 2026-11-23T10.26.07.123Z -> 11-23 10:26
+        date, _, clock = rid.partition("T")
+        return f"{date[5:]} {clock[:5].replace('.', ':')}"
+
+    parts = [moment(run_id)] if run_id else []
+    start = (manifest or {}).get("start_from")
+    if start:
+        registered = re.search(r"\((\S+) version (\d+):", start["described"])
+        from_registry = start["ref"].startswith("models:/") and registered
+        parts.append(f"from {registered[1]} v{registered[2]}" if from_registry
+                     else f"from {moment(start['run_id'])}")  # fmt: skip
+    extended = (manifest or {}).get("extended") or []
+    if extended:
+        parts.append(f"{extended[0]['from']}->{extended[-1]['to']} gens")
     parts.append(pipeline_label(run_params.get("pipeline_names")))
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
     if steps and any(run_params.get(k) for k in _NODE_FILTERS):
@@ -117,16 +128,6 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
     if seed is not None:
         parts.append(f"seed={seed}")
-    start = (manifest or {}).get("start_from")
-    if start:
-        ref = start["ref"]
-        version = re.match(r"^models:/([^/@]+)[/@]", ref)
-        registered = re.search(r"\((\S+) version (\d+):", start["described"])
-        parts.append(f"from {registered[1]} v{registered[2]}" if version and registered
-                     else f"from {start['run_id'][:16].replace('T', ' ').replace('.', ':')}")  # fmt: skip
-    extended = (manifest or {}).get("extended") or []
-    if extended:
-        parts.append(f"{extended[0]['from']}->{extended[-1]['to']} gens")
     return " ".join(parts)
 
 

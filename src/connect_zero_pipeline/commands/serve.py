@@ -61,7 +61,15 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
         # One worker and no job runner (MLflow's GenAI jobs): 2 processes, about 0.5 GB,
         # where the defaults start 11 (about 2.3 GB) on a 2-core machine.
         env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-        return argv, env, [f"MLflow UI: {ui_url(db, port)}"]
+        return (
+            argv,
+            env,
+            [
+                'On a run\'s page MLflow opens the GenAI view until you pick "Model training" in '
+                "its sidebar once (your browser keeps it).",
+                f"MLflow UI: {ui_url(db, port)}",
+            ],
+        )
     argv = [str(binary / "kedro"), "viz", "run", "--no-browser", "--host", LOOPBACK,
             "--port", str(port)]  # fmt: skip
     base = f"http://{LOOPBACK}:{port}/"

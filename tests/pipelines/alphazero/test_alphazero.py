@@ -106,7 +106,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     # The parent: named by what it is, flat parameters, the model-training view.
     (run_id,) = known_runs(project)
     date, clock = run_id.split("T")
-    assert parent.info.run_name == f"{date} {clock[:5].replace('.', ':')} alphazero seed=0"
+    assert parent.info.run_name == f"{date[5:]} {clock[:5].replace('.', ':')} alphazero seed=0"
     assert parent.data.params["selfplay.mcts.sims"] == "4" and "selfplay" not in parent.data.params
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     assert exp.tags["mlflow.sharedViewState.connect-zero"] == runs_view()[1]
@@ -180,7 +180,7 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     runs = client.search_runs([exp.experiment_id])
     date, clock = run_id.split("T")  # the parent keeps the name of the run's start
     assert [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags] == [
-        f"{date} {clock[:5].replace('.', ':')} alphazero seed=0"
+        f"{date[5:]} {clock[:5].replace('.', ':')} alphazero seed=0"
     ]
     assert [r.info.run_name for r in runs].count("gen_002") == 1
     assert {r.info.status for r in runs} == {"FINISHED"}
