@@ -26,6 +26,7 @@ BENCHES = {
     "pool": "connect_zero_pipeline.bench.pool:run",
     "selfplay": "connect_zero_pipeline.bench.selfplay:run",
     "compile": "connect_zero_pipeline.bench.compile:run",
+    "verdicts": "connect_zero_pipeline.bench.verdicts:run",
 }
 
 
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="solver: also time generated positions of Pons' classes L2_R2 and L1_R1",
     )
+    parser.add_argument("--moves", help="verdicts: the game to analyse (default 44533212)")
+    parser.add_argument("--nodes", type=int, help="verdicts: the node budget a column")
     args = parser.parse_args(argv)
     names = list(BENCHES) if args.name == "all" else [args.name]
     for name in names:

@@ -299,6 +299,11 @@ class _Agent:
                         [int(n) for n in visits[0].tolist()], q)  # fmt: skip
 
 
+SOLVER_NODES = 3_000_000
+"""The solver's default node budget a column: about 1.5 s a position at most on a 2-core
+machine (docs/play.md), where it proves the outcome of most columns from about ply 4."""
+
+
 def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, int] | None]:
     """What the perfect solver proves of each column's score within ``max_nodes`` nodes a
     column (:func:`..core.solver.column_bounds`); exact at once for a position of the
@@ -519,10 +524,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--solver-nodes",
         type=_non_negative_int,
-        default=1_000_000,
+        default=SOLVER_NODES,
         metavar="N",
         help="the perfect solver's score of every column at each agent move (the terminal, "
-        "and the page served by --web), within N nodes a column (default 1000000; 0: none)",
+        "and the page served by --web), within N nodes a column (default %(default)s; 0: none)",
     )
     return p  # fmt: skip
 
