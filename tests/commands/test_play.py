@@ -305,7 +305,7 @@ def test_web_serves_the_page_on_loopback(tmp_path):
     (tmp_path / "x.wasm").write_bytes(b"\0asm")
     (tmp_path / "x.mjs").write_text("export {};")
     server = subprocess.Popen(
-        [*PLAY, "--web", "--port", "0", "--dir", str(tmp_path)],
+        [*PLAY, "--web", "--port", "0", "--dir", str(tmp_path), "--solver-nodes", "100000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
