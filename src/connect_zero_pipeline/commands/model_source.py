@@ -77,6 +77,7 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
     from .. import quiet
 
     quiet.install()  # known third-party warnings (omegaconf resolver API) stay quiet
+    quiet.drop_log_records("kedro.io.data_catalog", ["Loading data from"])  # a command's output
     from kedro.io import DataCatalog, DatasetError
 
     from ..project import project_root

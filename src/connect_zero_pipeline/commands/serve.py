@@ -14,6 +14,7 @@ last. Ctrl-C stops it quietly (exit 0).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -89,6 +90,10 @@ def serve(ui: str, port: int, project: Path) -> int:
     # Its own session: the terminal's Ctrl-C reaches this process only, which stops the
     # server with SIGTERM, its clean shutdown (SIGINT makes uvicorn print a traceback).
     proc = subprocess.Popen(argv, env=env, cwd=project, start_new_session=True)
+    # Stopped any other way (kill, a closed terminal), it stops the server too: in its own
+    # session, nothing else would.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while proc.poll() is None and not _answers(port) and time.monotonic() < deadline:
@@ -98,12 +103,18 @@ def serve(ui: str, port: int, project: Path) -> int:
             print("\n" + "\n".join(lines) + "\n(Ctrl-C stops it)", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
         return 0
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
