@@ -331,8 +331,8 @@ def test_a_run_id_starts_from_that_run_s_last_generation(
     for model, said in [([], f"latest_model version {run_id}: run {run_id}, generation 2"),
                         (["--model", run_id], f"run {run_id}, generation 2")]:  # fmt: skip
         assert benchmark(["--file", str(positions), "--sims", "0", "--cache", "none", *model]) == 0
-        out = capsys.readouterr().out
-        assert out.startswith(f"Model: {said}\n"), out[:300]
+        out = capsys.readouterr().out  # (that it comes first: tests/commands/test_benchmark)
+        assert f"Model: {said}\n\n| file | agent |" in out, out[:300]
 
 
 def test_a_start_window_is_the_source_s_last_generations_and_must_be_there(finished_run, tmp_path):

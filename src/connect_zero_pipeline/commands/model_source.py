@@ -63,6 +63,15 @@ class NoVersionError(CommandError):
     """The catalog entry exists but nothing was saved to it yet."""
 
 
+def _quiet_catalog() -> None:
+    """Known third-party warnings (omegaconf's resolver API) and the catalog's per-dataset
+    loading lines stay out of a command's output."""
+    from .. import quiet
+
+    quiet.install()
+    quiet.drop_log_records("kedro.io.data_catalog", ["Loading data from"])
+
+
 def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bool = False):
     """Load the latest version of catalog entry ``name`` of the Kedro project around ``start``
     (with ``with_version``: ``(data, the version loaded)``, None for an unversioned entry).
@@ -74,10 +83,7 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
         CommandError: outside a Kedro project, for an unknown entry, or when the
             entry has no saved version yet (:class:`NoVersionError`).
     """
-    from .. import quiet
-
-    quiet.install()  # known third-party warnings (omegaconf resolver API) stay quiet
-    quiet.drop_log_records("kedro.io.data_catalog", ["Loading data from"])  # a command's output
+    _quiet_catalog()
     from kedro.io import DataCatalog, DatasetError
 
     from ..project import project_root
@@ -136,6 +142,7 @@ def _run_model(run_id: str):
     from ..project import project_root
     from ..runs import start_point
 
+    _quiet_catalog()  # start_point reads the catalog too
     project = project_root()
     if project is None:
         raise CommandError(f"--model {run_id}: {Path.cwd()} is not inside a Kedro project")
