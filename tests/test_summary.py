@@ -188,3 +188,15 @@ def test_the_ladder_plot_has_whole_generation_ticks():
     assert ticks and all(float(t).is_integer() for t in ticks)
     labels = sorted((t.get_position()[1], t.get_text()) for t in ax.texts)
     assert labels[1][0] - labels[0][0] > 19.0  # the two close anchors' labels apart
+
+
+def test_one_parser_of_registry_uris_and_one_builder_of_ui_addresses():
+    from connect_zero_pipeline.registry import parse_model_uri
+    from connect_zero_pipeline.tracking import run_url
+
+    assert parse_model_uri("models:/connect-zero@champion") == ("connect-zero", "champion")
+    assert parse_model_uri("models:/connect-zero/3") == ("connect-zero", "3")
+    assert run_url("1", "abc") == (
+        "http://127.0.0.1:5000/#/experiments/1/runs/abc?workflowType=machine_learning"
+    )
+    assert run_url("2", "x", port=5001).startswith("http://127.0.0.1:5001/#/experiments/2/")

@@ -50,6 +50,7 @@ from mlflow.tracking import MlflowClient
 from .naming import (
     CHUNK,
     EVAL_STAGE,
+    FILTERS,
     GENERATION,
     HEADLINE,
     HEADLINE_SECTION,
@@ -82,9 +83,6 @@ def end_all_runs(status: str) -> int:
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 """The experiment tag that makes MLflow 3's UI open the model-training view (not GenAI)."""
 
-_NODE_FILTERS = ("namespaces", "node_names", "from_nodes", "to_nodes", "from_inputs",
-                 "to_outputs", "tags")  # fmt: skip
-
 
 def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
                     manifest: dict | None = None) -> str:  # fmt: skip
@@ -101,6 +99,7 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     tag); ``manifest`` its record (``start_from``, ``extended``).
     """
     from .naming import pipeline_label
+    from .registry import REGISTRY_PREFIX
 
     def moment(rid: str) -> str:  # 2026-11-23T10.26.07.123Z -> 11-23 10:26
         date, _, clock = rid.partition("T")
@@ -110,7 +109,7 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     start = (manifest or {}).get("start_from")
     if start:
         registered = re.search(r"\((\S+) version (\d+):", start["described"])
-        from_registry = start["ref"].startswith("models:/") and registered
+        from_registry = start["ref"].startswith(REGISTRY_PREFIX) and registered
         parts.append(f"from {registered[1]} v{registered[2]}" if from_registry
                      else f"from {moment(start['run_id'])}")  # fmt: skip
     extended = (manifest or {}).get("extended") or []
@@ -118,7 +117,7 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         parts.append(f"{extended[0]['from']}->{extended[-1]['to']} gens")
     parts.append(pipeline_label(run_params.get("pipeline_names")))
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
-    if steps and any(run_params.get(k) for k in _NODE_FILTERS):
+    if steps and any(run_params.get(k) for k in FILTERS):
         parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
     kinds = {parse_step(s)[0] for s in steps}
     seed = None

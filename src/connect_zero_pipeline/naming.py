@@ -139,3 +139,16 @@ GAMES_PARTITION = re.compile(
 )
 """A generation's games in the ``games_files`` view of the self-play folder:
 ``gen_008/games.parquet/<version>/games`` (groups ``name``, ``k``, ``v``: the run id)."""
+
+
+FILTERS = {
+    "tags": "tags",
+    "from_nodes": "from_nodes",
+    "to_nodes": "to_nodes",
+    "node_names": "node_names",
+    "from_inputs": "from_inputs",
+    "to_outputs": "to_outputs",
+    "namespaces": "node_namespaces",
+}
+"""``KedroSession.run``'s filter arguments (the ``run_params`` keys hooks see) and their names in
+``Pipeline.filter``: the one list of Kedro's node filters."""

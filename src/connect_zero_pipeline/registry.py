@@ -191,6 +191,18 @@ def find_version(client, name: str, ref: str):
         ) from exc
 
 
+REGISTRY_PREFIX = "models:/"
+"""How a registered version is named: ``models:/<name>@<alias>`` or ``models:/<name>/<n>``."""
+
+
+def parse_model_uri(uri: str) -> tuple[str, str]:
+    """``(name, alias or version)`` of ``models:/<name>@<alias>`` or ``models:/<name>/<n>``: the
+    one parser of these URIs (``model.start_from``, ``play --model``, the ladder)."""
+    body = uri.removeprefix(REGISTRY_PREFIX)
+    name, _, ref = body.partition("@") if "@" in body else body.partition("/")
+    return name, ref
+
+
 def load_registered(uri: str, project: Path):
     """``models:/<name>@<alias>`` or ``models:/<name>/<version>`` of the project's store, as an
     :class:`~.core.export.OnnxNetwork`.
@@ -203,8 +215,7 @@ def load_registered(uri: str, project: Path):
     from .core.export import OnnxNetwork
 
     client = project_client(project)
-    body = uri[len("models:/") :]
-    name, _, ref = body.partition("@") if "@" in body else body.partition("/")
+    name, ref = parse_model_uri(uri)
     try:
         version = find_version(client, name, ref)
     except ValueError as exc:

@@ -143,10 +143,12 @@ def start_point(root: Path, ref: str) -> tuple[str, int, str, str]:
         ValueError: as :func:`start_model`.
     """
     generations = _generation_models(root)
-    if ref.startswith("models:/"):
-        from .registry import find_version, project_client
+    from .registry import REGISTRY_PREFIX
 
-        name, _, version = ref[len("models:/") :].replace("@", "/", 1).partition("/")
+    if ref.startswith(REGISTRY_PREFIX):
+        from .registry import find_version, parse_model_uri, project_client
+
+        name, version = parse_model_uri(ref)
         try:
             found = find_version(project_client(root), name, version)
         except ValueError as exc:

@@ -59,22 +59,12 @@ class ProjectSession(KedroSession):
             raise
 
 
-FILTERS = {
-    "tags": "tags",
-    "from_nodes": "from_nodes",
-    "to_nodes": "to_nodes",
-    "node_names": "node_names",
-    "from_inputs": "from_inputs",
-    "to_outputs": "to_outputs",
-    "namespaces": "node_namespaces",
-}
-"""``KedroSession.run``'s filter arguments and their names in ``Pipeline.filter``."""
-
-
 def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
     they do not hold. Parameters that do not validate are left to the run-start hook, which
     refuses them with its own message."""
+    from .naming import FILTERS
+
     asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
     if not asked:
         return

@@ -3,10 +3,10 @@
 kedro-mlflow registers its own hooks through its plugin entry point; the
 project's hooks (``hooks.py``) open one MLflow child run per generation and
 keep the MLflow run stack clean; ``RunStartHook`` validates the run's
-parameters before any work (and hands them to the pipeline registry: the
-unrolled DAGs depend on them), and ``run_identity`` makes a run read only its
-own versions and resume by its id; ``RunSummaryHook`` prints what a finished
-run produced.
+parameters before any work; ``run_identity`` makes a run read only its own
+versions and resume by its id; ``RunSummaryHook`` prints what a finished run
+produced. ``ProjectSession`` (``session.py``) hands the merged parameters to the
+pipeline registry: the unrolled DAGs depend on them.
 """
 
 from kedro.config import OmegaConfigLoader

@@ -31,8 +31,6 @@ from .naming import (
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "summary.md"
-MLFLOW_UI = "http://127.0.0.1:5000"
-"""Where ``make mlflow`` serves the UI (its ``MLFLOW_PORT``)."""
 
 REFERENCE = {"metric": "solver.acc", "value": 0.825, "normal": (0.815, 0.830)}
 """The default recipe's reference figure and its normal spread over seeds: the default run
@@ -334,7 +332,7 @@ class RunSummaryHook:
 
         from .naming import pipeline_label
         from .runs import run_identity
-        from .tracking import TRAINING_VIEW
+        from .tracking import run_url
 
         outputs = pipeline.all_outputs()
         paths = {}
@@ -346,8 +344,7 @@ class RunSummaryHook:
         url = None
         if client is not None:
             experiment = client.get_run(self._mlflow_run_id).info.experiment_id
-            url = (f"{MLFLOW_UI}/#/experiments/{experiment}/runs/{self._mlflow_run_id}"
-                   f"?{TRAINING_VIEW}")  # fmt: skip
+            url = run_url(experiment, self._mlflow_run_id)
         is_alphazero = generation is not None and parse_step(generation[0])[0] == GENERATION
         text = render(
             pipeline=pipeline_label(run_params.get("pipeline_names")),

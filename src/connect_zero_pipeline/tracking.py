@@ -293,11 +293,25 @@ def runs_view() -> tuple[str, str]:
     return _SHARED_VIEW_TAG + RUNS_VIEW, json.dumps(state)
 
 
+MLFLOW_PORT = 5000
+"""Where ``make mlflow`` serves the UI by default (its ``MLFLOW_PORT``)."""
+
+
+def ui_base(port: int = MLFLOW_PORT) -> str:
+    """The UI's address on this machine: the one place the project builds it."""
+    return f"http://127.0.0.1:{port}"
+
+
+def run_url(experiment_id: str, run_id: str, port: int = MLFLOW_PORT) -> str:
+    """A run's page in the UI of ``make mlflow``, in the model-training view."""
+    return f"{ui_base(port)}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_VIEW}"
+
+
 def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> str:
     """The runs list of the project's experiment in the MLflow UI of ``make mlflow`` (the
     model-training view, with the headline columns of :func:`runs_view`), or the UI's start
     page before the first run."""
-    base = f"http://127.0.0.1:{port}"
+    base = ui_base(port)
     if not Path(db).is_file():
         return f"{base}/"
     row = _query(db, "SELECT experiment_id FROM experiments WHERE name = ?", experiment)

@@ -15,10 +15,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..registry import REGISTRY_PREFIX  # --model models:/connect-zero@champion
 from .interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
-REGISTRY_PREFIX = "models:/"  # --model models:/connect-zero@champion: the MLflow registry
+
 PRETRAINED = Path(__file__).resolve().parents[1] / "pretrained" / "connect_zero.onnx"
 """The model that ships with the project (the default recipe's final generation), played
 when this project has trained none yet (pretrained/README.md says how it was made)."""

@@ -2,10 +2,11 @@
 
 ``num_games`` game *slots* play in parallel for ``moves_per_gen`` env steps
 (plies of the whole batch); a slot whose game ends restarts from the empty
-board at once. At every step each slot runs one :func:`~.mcts.search` with
-root Dirichlet noise, then plays a column sampled from the visit distribution
-(temperature 1) for the first ``temp_cutoff`` plies of its game, and the most
-visited column afterwards (Gumbel search: the Sequential Halving survivor).
+board at once. At every step each slot runs one :func:`~.mcts.search`: by default
+Gumbel search (Gumbel-top-k root sampling, Sequential Halving), whose move is the
+halving's survivor; with ``search: puct``, PUCT with root Dirichlet noise, whose move
+is sampled from the visit distribution (temperature 1) for the first ``temp_cutoff``
+plies of its game and is the most visited column afterwards.
 With ``finish_games`` (the default) the games still in progress after
 ``moves_per_gen`` steps then play on to their end, only they searching (the
 batch shrinks as they finish); without it their plies are dropped, because

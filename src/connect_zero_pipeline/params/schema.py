@@ -1,7 +1,7 @@
 """The parameter schema: every section of ``conf/`` and the dataclass that owns its keys.
 
 Each top-level section (``selfplay``, ``reinforce``, ...) is one frozen dataclass, defined
-in a leaf module (``pipelines/<stage>/config.py`` or ``core``) that imports nothing of the
+in a leaf module (``params/<section>.py`` or ``core``) that imports nothing of the
 pipelines. Settings are composed, never copied: a search is an
 :class:`~..core.mcts.MCTSConfig` wherever it runs (``selfplay.mcts``, ``evaluate.mcts``,
 ``ladder.mcts``, ...), and where a stage runs is a
