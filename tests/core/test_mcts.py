@@ -445,3 +445,16 @@ def test_without_host_sync_the_search_never_reads_the_device(kind):
         assert host_syncs(lambda cfg=cfg: search(state, pure_fn, cfg, host_sync=False)) == 0
     # The counter sees them: the CPU's default reads at every level and compacts leaves.
     assert host_syncs(lambda: search(state, pure_fn, MCTSConfig(sims=8, search=kind))) > 8
+
+
+def test_the_move_a_search_plays_is_gumbel_s_own_choice_or_the_most_visited_column():
+    from types import SimpleNamespace
+
+    from connect_zero_pipeline.core.mcts import chosen_move
+
+    legal = torch.ones(2, 7, dtype=torch.bool)
+    visits = torch.tensor([[0, 3, 9, 9, 1, 0, 0], [5, 0, 0, 0, 0, 0, 6]])
+    puct = SimpleNamespace(action=None, visit_counts=visits)
+    assert chosen_move(puct, legal).tolist() == [2, 6]  # ties go to the lowest column
+    gumbel = SimpleNamespace(action=torch.tensor([4, 0]), visit_counts=visits)
+    assert chosen_move(gumbel, legal).tolist() == [4, 0]  # its own choice, not the visits

@@ -273,7 +273,7 @@ class _Agent:
         import torch
 
         from ..core.bitboard import State, legal_mask, popcount, to_boards
-        from ..core.mcts import search
+        from ..core.mcts import chosen_move, search
         from ..core.players import masked_logits, sample_move
 
         state = State(
@@ -287,7 +287,7 @@ class _Agent:
             return Analysis(col, policy, float(value[0]))
         result = search(state, self.evaluate_fn, self.config)
         visits = result.visit_counts.float()  # (1, 7)
-        col = int(sample_move(visits.log(), legal, temperature=0)[0])  # as MCTSPlayer(temp=0)
+        col = int(chosen_move(result, legal)[0])  # as MCTSPlayer plays
         tree = result.tree
         children = tree.local(tree.children[0, 0])  # (7,) the root's children
         q: list[float | None] = []

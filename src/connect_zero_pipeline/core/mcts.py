@@ -619,7 +619,16 @@ class MCTSPlayer:
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
         """``[B] int64`` 0-based columns for unfinished games."""
         result = search(state, self.evaluate_fn, self.config, generator)
-        if result.action is not None:  # Gumbel search: its own (noise-free, greedy) choice
-            return result.action
-        visits = result.visit_counts.float()  # (B, 7)
-        return sample_move(visits.log(), legal_mask(state), generator, self.temperature)
+        return chosen_move(result, legal_mask(state), generator, self.temperature)
+
+
+def chosen_move(result, legal: torch.Tensor, generator: torch.Generator | None = None,
+                temperature: float = 0.0) -> torch.Tensor:  # fmt: skip
+    """``[B] int64``: the move a search result plays, the one rule of the agents that play
+    (:class:`MCTSPlayer`, the play command's analysis). Gumbel search's own choice (noise-free,
+    greedy); else a column drawn from the visit counts at ``temperature`` (0: the most
+    visited, ties to the lowest column). Self-play's schedule, sampled then greedy by ply, is
+    :func:`~.selfplay._choose`'s."""
+    if result.action is not None:
+        return result.action
+    return sample_move(result.visit_counts.float().log(), legal, generator, temperature)
