@@ -1,25 +1,20 @@
-"""Shared fixtures: a throw-away copy of the Kedro project for end-to-end runs."""
+"""Shared fixtures: a throw-away copy of the Kedro project for end-to-end runs (the helpers
+they use, and test modules import: tests/helpers.py)."""
 
 from __future__ import annotations
 
-import os
-import random
-import shutil
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-PONS_DIR = REPO / "tests" / "data" / "pons"  # Pascal Pons' two public sets (see its README)
-
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
-# One torch (OpenMP) thread per process, the test runner's and every `kedro run` it starts:
-# tests run side by side (two runs at once, pytest -n), and OpenMP threads that spin-wait
-# on a shared 2-core machine made one tiny run's training ~100x slower. Settings that name
-# a thread count (train.node.num_threads=2) still take it.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from tests.helpers import (
+    FINISHED_RUN,
+    PONS_FILE,
+    cli_params,
+    files_under,
+    kedro_cli,
+    make_project,
+    tiny_pons_set,
+    write_versioned_parquet,
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -33,74 +28,6 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: -slow.get(item.path.name, 0))  # stable: modules stay whole
 
 
-def _data_skeleton(folder: str, names: list[str]) -> list[str]:
-    """``copytree`` filter: only data/'s layer folders and their .gitkeep, never run outputs
-    (a real run in the repo must not leak versions, models or caches into a test project)."""
-    top = Path(folder) == REPO / "data"
-    return [n for n in names if n != ".gitkeep" and not (top and (Path(folder) / n).is_dir())]
-
-
-def make_project(project: Path, *, pin_store: bool = True) -> Path:
-    """A copy of the project's conf/ and metadata at ``project``, for runs to write into.
-
-    ``pin_store``: the MLflow store is this project's ``mlflow.db`` by absolute path
-    (conf/local/mlflow.yml). MLflow caches stores by URI string, so a relative
-    ``sqlite:///mlflow.db`` would keep pointing at the first test project of a process:
-    projects run in-process need the pin; ``False`` keeps conf/base's default store and
-    no ``mlflow.db``, which the first run creates, as on a fresh clone. A pinned store
-    starts as a copy of :func:`empty_store` (MLflow's schema migrations take 2 s a store):
-    "nothing was written" is then :func:`store_untouched`.
-    """
-    project.mkdir(parents=True)
-    shutil.copytree(REPO / "conf", project / "conf", ignore=shutil.ignore_patterns("local"))
-    (project / "conf" / "local").mkdir()
-    if pin_store:
-        (project / "conf" / "local" / "mlflow.yml").write_text(
-            f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
-            f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
-        )
-        shutil.copy(empty_store(), project / "mlflow.db")
-    # The public sets (catalog entry pons_benchmarks) are there, but the local env scores
-    # none, to keep runs short (an env run, which does not read conf/local, names its own).
-    shutil.copytree(REPO / "tests/data/pons", project / "tests/data/pons")
-    no_public_sets(project, "local")
-    shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
-    shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
-    (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
-    return project
-
-
-_EMPTY_STORE: list[Path] = []
-
-
-def empty_store() -> Path:
-    """An MLflow sqlite store with MLflow's schema and nothing else, made once per process."""
-    if not _EMPTY_STORE:
-        import tempfile
-
-        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-        folder = Path(tempfile.mkdtemp(prefix="cz-empty-store-"))
-        SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", (folder / "mlruns").as_uri())
-        _EMPTY_STORE.append(folder / "mlflow.db")
-    return _EMPTY_STORE[0]
-
-
-def store_untouched(project: Path) -> bool:
-    """Whether the project's MLflow store is still the empty one it was made with."""
-    return (project / "mlflow.db").read_bytes() == empty_store().read_bytes()
-
-
-NO_PUBLIC_SETS = (
-    "pons_benchmarks:\n  type: connect_zero_pipeline.datasets.PonsFilesDataset\n  filepaths: {}\n"
-)
-
-
-def no_public_sets(project: Path, env: str) -> None:
-    """Env ``env`` of ``project`` scores no public position set (an empty ``pons_benchmarks``)."""
-    (project / "conf" / env / "catalog.yml").write_text(NO_PUBLIC_SETS)
-
-
 @pytest.fixture
 def kedro_project(tmp_path, monkeypatch):
     """A fresh project (:func:`make_project`) in ``tmp_path``, as the working directory.
@@ -112,77 +39,10 @@ def kedro_project(tmp_path, monkeypatch):
     return project
 
 
-def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = None, **kwargs):
-    """Run a pipeline in-process with a fresh session; returns the run's outputs."""
-    from kedro.framework.startup import bootstrap_project
-
-    from connect_zero_pipeline.session import ProjectSession
-
-    nested: dict = {}
-    for key, value in (params or {}).items():  # "a.b": v -> {"a": {"b": v}}, as `--params` does
-        *parents, leaf = key.split(".")
-        node = nested
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    bootstrap_project(project)
-    with ProjectSession.create(project_path=project, runtime_params=nested) as session:
-        return session.run(pipeline_names=[pipeline] if pipeline else None, **kwargs)
-
-
-def write_versioned_parquet(
-    project: Path, relpath: str, df, version: str = "2026-01-01T00.00.00.000Z"
-):
-    """Save ``df`` as one version of a versioned ParquetDataset at ``relpath`` (e.g. data/x.parquet)."""
-    target = project / relpath / version / Path(relpath).name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(target, index=False)
-    return target
-
-
-def tiny_pons_set(seed: int = 0, num_games: int = 6):
-    """A small, real solver-labelled set of late-game positions (cheap to solve)."""
-    from connect_zero_pipeline.core.labelling import (
-        Labeller,
-        collect_positions,
-        dedupe_decisive,
-        generate_games,
-        labelled_table,
-    )
-
-    with Labeller(max_nodes=0) as lab:
-        games = generate_games(num_games, lab, epsilon=0.5, opening_plies=(24, 28), seed=seed)
-        positions = collect_positions(games, min_ply=24)
-        scores, ok, _ = lab.label(positions["position"].to_numpy(), positions["mask"].to_numpy())
-    return dedupe_decisive(labelled_table(positions, scores, ok))
-
-
-def versions(project: Path, relpath: str) -> list[str]:
-    """The version folders of a versioned dataset at ``relpath``, oldest first."""
-    folder = project / relpath
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
-
-
-def latest(project: Path, relpath: str) -> Path:
-    """The file of the latest version of a versioned dataset at ``relpath``."""
-    return project / relpath / versions(project, relpath)[-1] / Path(relpath).name
-
-
-def mlflow_client(project: Path):
-    """A client on the test project's own sqlite store."""
-    import mlflow
-
-    store = f"sqlite:///{project / 'mlflow.db'}"  # the registry too: its default is global
-    return mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
-
-
 @pytest.fixture(scope="session")
 def pons_set():
     """One tiny real solver-labelled set for the whole session."""
     return tiny_pons_set()
-
-
-PONS_FILE = "data/03_primary/pons_positions.parquet"
 
 
 @pytest.fixture
@@ -190,127 +50,6 @@ def pons_project(kedro_project, pons_set):
     """A test project whose evaluation set is the tiny labelled set."""
     write_versioned_parquet(kedro_project, PONS_FILE, pons_set)
     return kedro_project
-
-
-def unfinished_random_games(num: int, min_ply: int, max_ply: int, seed: int) -> list[str]:
-    """Unfinished positions from uniformly random games, ``min_ply <= ply <= max_ply``."""
-    from connect_zero_pipeline.core.bitboard import is_terminal, moves_to_bitboards
-
-    rng = random.Random(seed)
-    out: list[str] = []
-    while len(out) < num:
-        target = rng.randint(min_ply, max_ply)
-        moves = ""
-        while len(moves) < target:
-            pos, mask = moves_to_bitboards(moves)
-            if is_terminal(pos, mask):
-                break
-            legal = [c for c in range(7) if not mask >> (7 * c + 5) & 1]
-            moves += str(rng.choice(legal) + 1)
-        if len(moves) == target and not is_terminal(*moves_to_bitboards(moves)):
-            out.append(moves)
-    return out
-
-
-def bitboard_arrays(moves: list[str]):
-    """``(position, mask)`` uint64 arrays of Pons move strings."""
-    import numpy as np
-
-    from connect_zero_pipeline.core.bitboard import moves_to_bitboards
-
-    pairs = [moves_to_bitboards(m) for m in moves]
-    return (
-        np.array([p for p, _ in pairs], dtype=np.uint64),
-        np.array([m for _, m in pairs], dtype=np.uint64),
-    )
-
-
-KEDRO = str(Path(sys.executable).with_name("kedro"))
-# A whole tiny alphazero run as `--params` (the issue's reproduction sizes, one worker).
-TINY_CLI = {
-    "selfplay.num_games": 8,
-    "selfplay.mcts.sims": 2,
-    "selfplay.moves_per_gen": 48,
-    "selfplay.node.workers": 1,
-    "train.batch_size": 16,
-    "train.samples_per_position": 0.5,  # a generation trains ~30 steps
-    "evaluate.mcts.sims": 2,
-    "evaluate.previous.num_games": 2,
-    "evaluate.previous.mcts.sims": 2,
-}
-
-
-def cli_params(params: dict) -> str:
-    """``{"a.b": 1}`` -> ``"a.b=1"``, as ``kedro run --params`` takes them."""
-    return ",".join(f"{k}={v}" for k, v in params.items())
-
-
-def _as_in_a_terminal() -> None:
-    """A started run gets Ctrl-C as a terminal's foreground process does. A test suite run
-    as a background job (``make test &``, some CI runners) ignores SIGINT, and an ignored
-    signal stays ignored in every process it starts: Python would then never raise
-    KeyboardInterrupt, and a test of Ctrl-C would see the run finish instead."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None):
-    """``kedro <args>`` in a real subprocess in ``project`` (or ``cwd``).
-
-    ``wait``: return the finished ``CompletedProcess``; else the running ``Popen``.
-    """
-    import subprocess
-
-    # One log record per line (rich wraps at 80 columns off a terminal): tests wait on lines.
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
-    command = [KEDRO, *args]
-    if not wait:
-        return subprocess.Popen(
-            command,
-            cwd=cwd or project,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            preexec_fn=_as_in_a_terminal,
-        )
-    return subprocess.run(
-        command, cwd=cwd or project, env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def wait_for_line(proc, text: str) -> str:
-    """Read ``proc``'s output (``kedro_cli(wait=False)``) up to the first line holding
-    ``text``; that line. Fails, with the output's tail, if the process ends first."""
-    seen: list[str] = []
-    for line in proc.stdout:
-        seen.append(line)
-        if text in line:
-            return line
-    raise AssertionError(f"{text!r} never came; the output ended with:\n{''.join(seen[-40:])}")
-
-
-def files_under(folder: Path) -> set[str]:
-    """Every file below ``folder``, as relative paths."""
-    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
-
-
-def model_digest(path: Path) -> str:
-    """A checksum of a model file's weights (not of its pickled bytes)."""
-    import hashlib
-
-    import torch
-
-    state = torch.load(path, weights_only=True)["state_dict"]
-    h = hashlib.sha256()
-    for key in sorted(state):
-        h.update(key.encode())
-        h.update(state[key].numpy().tobytes())
-    return h.hexdigest()
-
-
-FINISHED_RUN = {**TINY_CLI, "alphazero.num_generations": 2}
 
 
 @pytest.fixture(scope="session")
@@ -329,23 +68,3 @@ def finished_run(tmp_path_factory, pons_set):
     yield project, run_id
     after = {f: (project / f).stat().st_mtime_ns for f in files_under(project)}
     assert after == before, "a test wrote into the shared finished run"
-
-
-def copy_project(source: Path, target: Path) -> Path:
-    """A copy of a project with its runs, as a user would make it (``cp -a``)."""
-    shutil.copytree(source, target, symlinks=True)
-    return target
-
-
-def selfplay_config(**keys):
-    """A :class:`SelfPlayConfig` whose search keys (``sims``, ``search``, ``dirichlet_eps``,
-    ...) change self-play's search (its ``mcts``, by default :data:`~.selfplay.SEARCH`)."""
-    from dataclasses import fields, replace
-
-    from connect_zero_pipeline.core.mcts import MCTSConfig
-    from connect_zero_pipeline.core.selfplay import SEARCH, SelfPlayConfig
-
-    names = {f.name for f in fields(MCTSConfig)}
-    search = {k: keys.pop(k) for k in list(keys) if k in names}
-    mcts = replace(keys.pop("mcts", SEARCH), **search)
-    return SelfPlayConfig(**keys, mcts=mcts)

@@ -8,7 +8,7 @@ import yaml
 from connect_zero_pipeline.config_loader import load_parameters
 from connect_zero_pipeline.core.config import defaults
 from connect_zero_pipeline.params.schema import SCHEMA, parse_section, validate_params
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 CONF = REPO / "conf"
 ENVS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("base", "local"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 PACKAGE = REPO / "src" / "connect_zero_pipeline"
 

@@ -13,7 +13,7 @@ from connect_zero_pipeline.summary import (
     reference_line,
     render,
 )
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def test_the_reference_is_the_report_s_default_run():

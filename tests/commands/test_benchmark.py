@@ -27,7 +27,7 @@ from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.solver import Solver
-from tests.conftest import PONS_DIR
+from tests.helpers import PONS_DIR
 
 SCORE = [sys.executable, "-m", "connect_zero_pipeline", "score"]
 

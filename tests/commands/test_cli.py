@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from connect_zero_pipeline.__main__ import COMMANDS
-from tests.conftest import files_under, store_untouched
+from tests.helpers import files_under, store_untouched
 
 CLI = [sys.executable, "-m", "connect_zero_pipeline"]
 

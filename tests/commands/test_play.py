@@ -29,7 +29,7 @@ from connect_zero_pipeline.core.mcts import MCTSConfig, MCTSPlayer
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.players import PolicyPlayer
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
-from tests.conftest import PONS_DIR
+from tests.helpers import PONS_DIR
 
 PLAY = [sys.executable, "-m", "connect_zero_pipeline", "play"]
 

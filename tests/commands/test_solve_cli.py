@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from connect_zero_pipeline.commands.solve import _parse_args, run
-from tests.conftest import PONS_DIR
+from tests.helpers import PONS_DIR
 
 
 def _solve(text: str, *argv: str) -> tuple[int, list[str], str]:

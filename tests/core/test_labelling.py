@@ -17,7 +17,7 @@ from connect_zero_pipeline.core.labelling import (
     labelled_table,
 )
 from connect_zero_pipeline.core.solver import analyze
-from tests.conftest import bitboard_arrays
+from tests.helpers import bitboard_arrays
 
 # Late-game positions: cheap to solve exactly.
 MOVES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]

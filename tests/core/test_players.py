@@ -16,7 +16,7 @@ from connect_zero_pipeline.core.players import (
 )
 from connect_zero_pipeline.core.reference import NaiveGame
 from connect_zero_pipeline.core.solver import analyze
-from tests.conftest import unfinished_random_games
+from tests.helpers import unfinished_random_games
 
 
 def _naive_wins(moves: str) -> list[bool]:

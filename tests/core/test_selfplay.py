@@ -20,7 +20,7 @@ from connect_zero_pipeline.core.selfplay import (
     slot_keys,
     slot_uniforms,
 )
-from tests.conftest import selfplay_config
+from tests.helpers import selfplay_config
 
 _W = torch.tensor([[2, -3, 5, 1, -1, 4, -2]]).repeat(6, 1) * torch.arange(1, 7).view(6, 1)
 
@@ -274,7 +274,7 @@ def test_gumbel_self_play_trains_on_the_improved_policy_and_shards_alike():
 def test_the_restructured_search_plays_the_same_games(search):
     """Generation 1 of a tiny run, as the search before its restructuring played it
     (tests/data/selfplay/README.md): the same games, move for move, the same targets."""
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     cfg = selfplay_config(num_games=16, sims=8, moves_per_gen=12, search=search)
     before = pd.read_parquet(REPO / "tests/data/selfplay" / f"gen_001_{search}.parquet")

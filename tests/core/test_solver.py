@@ -23,7 +23,7 @@ from connect_zero_pipeline.core.solver import (
     solve,
     solve_batch,
 )
-from tests.conftest import PONS_DIR, unfinished_random_games
+from tests.helpers import PONS_DIR, unfinished_random_games
 
 # A full board without four in a row (found by random play).
 DRAWN_GAME = "472424756645422154157737216635626711335331"

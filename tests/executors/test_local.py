@@ -10,7 +10,7 @@ from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import self_play
 from connect_zero_pipeline.executors.local import ProcessChunkRunner, local_self_play
-from tests.conftest import bitboard_arrays, selfplay_config
+from tests.helpers import bitboard_arrays, selfplay_config
 
 # Late-game positions: cheap to solve exactly.
 LATE_GAMES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]

@@ -51,7 +51,7 @@ from connect_zero_pipeline.executors.ray import (
 from connect_zero_pipeline.params.schema import parse_section
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
-from tests.conftest import selfplay_config
+from tests.helpers import selfplay_config
 
 # One Ray head for the module (its fixture): with `pytest -n --dist loadfile`, every test
 # here runs in one worker, never two heads on a 2-core machine.
@@ -213,7 +213,7 @@ def _latest(project: Path, relpath: str) -> Path:
 
 def test_kedro_run_of_a_generation_on_ray_gives_the_local_table(ray_address, kedro_project):
     from connect_zero_pipeline.core.checkpoint import load_model
-    from tests.conftest import run_kedro
+    from tests.helpers import run_kedro
 
     cfg = selfplay_config(num_games=9, sims=4, moves_per_gen=16, seed=2)
     params = {f"selfplay.{k}": v for k, v in values(cfg).items()}

@@ -35,8 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import TINY_CLI, cli_params
 from tests.faults.sitecustomize import file_sha
+from tests.helpers import TINY_CLI, cli_params
 
 REPO = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).resolve().parent
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     sys.path.insert(0, str(REPO))
-    from tests.conftest import PONS_FILE, make_project, tiny_pons_set, write_versioned_parquet
+    from tests.helpers import PONS_FILE, make_project, tiny_pons_set, write_versioned_parquet
 
     work = Path(args.work or tempfile.mkdtemp(prefix="fault-sweep-"))
     template = make_project(work / "template", pin_store=False)  # each copy its own store

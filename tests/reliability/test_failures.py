@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import TINY_CLI, cli_params, files_under, kedro_cli, store_untouched
+from tests.helpers import TINY_CLI, cli_params, files_under, kedro_cli, store_untouched
 
 # ---------------------------------------------------------------------------
 # Parameters are checked before the first node (and before the MLflow store)
@@ -47,7 +47,7 @@ def test_bad_parameters_exit_non_zero_and_write_nothing(kedro_project, params, m
 
 
 def test_every_config_is_checked_in_process_too(kedro_project):
-    from tests.conftest import run_kedro
+    from tests.helpers import run_kedro
 
     with pytest.raises(ValueError, match=r"selfplay\.mcts\.sims must be an integer, got 'many'"):
         run_kedro(kedro_project, "alphazero", {"selfplay.mcts.sims": "many"})

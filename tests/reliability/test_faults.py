@@ -16,7 +16,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import (
+from tests.faults import sweep
+from tests.helpers import (
     PONS_FILE,
     TINY_CLI,
     cli_params,
@@ -27,7 +28,6 @@ from tests.conftest import (
     wait_for_line,
     write_versioned_parquet,
 )
-from tests.faults import sweep
 
 SAMPLE_SEED = 0
 
@@ -237,7 +237,7 @@ def test_a_read_only_store_is_refused_before_anything_is_written(store_project):
 
 
 def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
-    from tests.conftest import mlflow_client
+    from tests.helpers import mlflow_client
 
     project = pons_project
     # Two generations: the first train node leaves a whole generation and the export to run,

@@ -19,7 +19,7 @@ from connect_zero_pipeline.commands.runs import runs_table
 from connect_zero_pipeline.config_loader import project_config
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
 from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest, run_status
-from tests.conftest import (
+from tests.helpers import (
     FINISHED_RUN,
     TINY_CLI,
     cli_params,
@@ -228,7 +228,7 @@ def test_a_game_against_the_champion_starts_without_library_noise(finished_run):
 
 
 def test_the_parent_run_s_tags_hold_no_object_repr(finished_run):
-    from tests.conftest import mlflow_client
+    from tests.helpers import mlflow_client
 
     project, run_id = finished_run
     (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
@@ -242,7 +242,7 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     model), read as the run's input; the new run's parent records where it started."""
     import torch
 
-    from tests.conftest import mlflow_client
+    from tests.helpers import mlflow_client
 
     source, earlier_id = finished_run
     project = copy_project(source, tmp_path / "project")
@@ -323,7 +323,7 @@ def test_a_run_id_starts_from_that_run_s_last_generation(
         start_model(project, "models:/connect-zero@best")
     # The commands take a run id as --model too, and say which run's model they score.
     from connect_zero_pipeline.commands.benchmark import main as benchmark
-    from tests.conftest import PONS_DIR
+    from tests.helpers import PONS_DIR
 
     positions = tmp_path / "positions.txt"
     positions.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:20]))

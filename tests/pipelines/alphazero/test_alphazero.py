@@ -11,7 +11,7 @@ from kedro.framework.project import pipelines
 
 from connect_zero_pipeline.runs import known_runs, read_manifest
 from connect_zero_pipeline.tracking import runs_view
-from tests.conftest import REPO, latest, mlflow_client, run_kedro, versions
+from tests.helpers import REPO, latest, mlflow_client, run_kedro, versions
 
 TINY = {
     "alphazero.num_generations": 2,

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 import torch
 
-from tests.conftest import REPO, latest, mlflow_client
+from tests.helpers import REPO, latest, mlflow_client
 
 
 @pytest.mark.slow

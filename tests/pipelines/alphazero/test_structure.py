@@ -10,7 +10,7 @@ from kedro.framework.startup import bootstrap_project
 
 from connect_zero_pipeline.pipelines.structure import reading
 from connect_zero_pipeline.session import ProjectSession
-from tests.conftest import store_untouched
+from tests.helpers import store_untouched
 
 
 def _alphazero(project, env=None, params=None):

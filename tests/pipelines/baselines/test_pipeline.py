@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from connect_zero_pipeline.pipelines.baselines.nodes import play_baseline_match
-from tests.conftest import run_kedro
+from tests.helpers import run_kedro
 
 
 def test_baselines_pipeline_writes_versioned_parquet_and_mlflow_metrics(kedro_project):

@@ -8,7 +8,7 @@ from kedro.io import DatasetError
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.datasets.pons_files import PonsFilesDataset
 from connect_zero_pipeline.pipelines.evaluate.nodes import evaluate_generation, label_public_sets
-from tests.conftest import PONS_DIR
+from tests.helpers import PONS_DIR
 
 
 def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monkeypatch):

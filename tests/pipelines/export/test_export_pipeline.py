@@ -19,7 +19,7 @@ from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.datasets import OnnxModelDataset, PlayPageDataset, TorchModelDataset
 from connect_zero_pipeline.pipelines.export import create_pipeline
 from connect_zero_pipeline.pipelines.export.nodes import export_onnx_model
-from tests.conftest import run_kedro
+from tests.helpers import run_kedro
 
 PAGE_FILES = {"index.html", "app.js", "style.css", "model.onnx", "model.json", *web.ORT_FILES}
 

@@ -7,7 +7,7 @@ import pytest
 
 from connect_zero_pipeline.core.labelling import SolvedCache
 from connect_zero_pipeline.runs import known_runs
-from tests.conftest import mlflow_client, run_kedro, versions
+from tests.helpers import mlflow_client, run_kedro, versions
 from tests.pipelines.alphazero.test_alphazero import TINY
 
 LADDER = {

@@ -9,7 +9,7 @@ import pytest
 from kedro.io.core import Version
 
 from connect_zero_pipeline.datasets.state_dataset import TorchStateDataset
-from tests.conftest import latest, mlflow_client, run_kedro, versions
+from tests.helpers import latest, mlflow_client, run_kedro, versions
 
 TINY = {
     "reinforce.num_chunks": 2,

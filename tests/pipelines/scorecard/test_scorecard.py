@@ -11,7 +11,7 @@ from kedro.io.core import Version
 
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.datasets import TorchModelDataset
-from tests.conftest import latest, mlflow_client, run_kedro
+from tests.helpers import latest, mlflow_client, run_kedro
 
 SCORECARD = {
     "scorecard.num_games": 200,

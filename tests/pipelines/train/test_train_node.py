@@ -9,7 +9,7 @@ from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import self_play
 from connect_zero_pipeline.pipelines.train.nodes import train_generation
-from tests.conftest import selfplay_config
+from tests.helpers import selfplay_config
 
 
 def test_a_window_without_finished_games_names_the_setting():
