@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.helpers import PONS_FILE, make_project, tiny_pons_set, write_versioned_parquet  # noqa: E402
 from tests.faults.sweep import PARAMS, _digest_file, leftovers, registry_versions  # noqa: E402
+from tests.helpers import PONS_FILE, make_project, tiny_pons_set, write_versioned_parquet  # noqa: E402
 
 KEDRO = str(Path(sys.executable).with_name("kedro"))
 
