@@ -326,10 +326,9 @@ def record_failure(error: BaseException) -> None:
             else:
                 method()
         except Exception as exc:  # the store may be what failed
-            from .tracking import store_line, store_problem
+            from .tracking import store_line
 
-            problem = store_problem(exc)
-            why = store_line(problem) if problem else " ".join(str(exc).split())[:300]
+            why = store_line(exc) or " ".join(str(exc).split())[:300]
             log.warning("%s could not record the failure: %s", type(hook).__name__, why)
 
 

@@ -221,9 +221,10 @@ def read_manifest(root: Path, run_id: str) -> dict[str, Any]:
 def run_of_version(root: Path, version: str) -> str | None:
     """The run whose outputs have ``version``: the run of that id, or the run an extension
     of that version trained further (None when no manifest says)."""
-    if version in known_runs(root):
+    runs = known_runs(root)
+    if version in runs:
         return version
-    for run_id in known_runs(root):
+    for run_id in runs:
         extended = read_manifest(root, run_id).get("extended") or []
         if any(e.get("version") == version for e in extended):
             return run_id
@@ -289,10 +290,9 @@ def error_line(error: BaseException) -> str:
     """An error in one line, as a run's manifest records it."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted (Ctrl-C)"
-    from .tracking import store_line, store_problem
+    from .tracking import store_line
 
-    problem = store_problem(error)  # not the SQL text of MLflow's error
-    text = store_line(problem) if problem else " ".join(error_text(error).split())
+    text = store_line(error) or " ".join(error_text(error).split())  # not MLflow's SQL
     text = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return text if len(text) <= 300 else text[:297] + "..."
 

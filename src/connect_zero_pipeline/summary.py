@@ -280,7 +280,7 @@ def last_generation(pipeline, catalog) -> tuple[str, dict[str, float]] | None:
     except Exception as exc:  # a failed run does not get here; say what is missing
         log.warning("No summary metrics: %s could not be read (%s)", best[2], exc)
         return None
-    return best[1], {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+    return best[1], _float_metrics(metrics)
 
 
 def _float_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:

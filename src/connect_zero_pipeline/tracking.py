@@ -153,9 +153,12 @@ def store_problem(error: BaseException) -> str | None:
     return None
 
 
-def store_line(problem: str) -> str:
-    """:func:`store_problem`'s ``problem`` in one line, naming the store (for a manifest's
-    error, a warning): :func:`store_help` is the paragraph."""
+def store_line(error: BaseException) -> str | None:
+    """``error`` in one line when it is the store's (:func:`store_problem`), naming the store
+    (a manifest's error, a warning; :func:`store_help` is the paragraph), else None."""
+    problem = store_problem(error)
+    if problem is None:
+        return None
     name = str(_store or "mlflow.db")
     if problem == "locked":
         return f"the MLflow store {name} is locked by another process"
@@ -297,9 +300,13 @@ MLFLOW_PORT = 5000
 """Where ``make mlflow`` serves the UI by default (its ``MLFLOW_PORT``)."""
 
 
+LOOPBACK = "127.0.0.1"
+"""The only interface the project's servers (MLflow, kedro-viz, the play page) listen on."""
+
+
 def ui_base(port: int = MLFLOW_PORT) -> str:
     """The UI's address on this machine: the one place the project builds it."""
-    return f"http://127.0.0.1:{port}"
+    return f"http://{LOOPBACK}:{port}"
 
 
 def run_url(experiment_id: str, run_id: str, port: int = MLFLOW_PORT) -> str:

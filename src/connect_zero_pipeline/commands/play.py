@@ -41,6 +41,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
+from ..tracking import LOOPBACK
 from . import interrupts
 from .board import SOLVER_LEGEND, Analysis, analysis, grid, verdict
 from .model_source import (
@@ -53,7 +54,6 @@ from .model_source import (
 )
 from .model_source import CommandError as PlayError
 
-LOOPBACK = "127.0.0.1"
 IDLE_TIMEOUT = 10.0
 """Seconds the page server waits for a client: on an idle connection, and for the whole of a
 request's line and headers (a client that trickles them in is cut off too)."""

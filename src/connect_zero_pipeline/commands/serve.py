@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-LOOPBACK = "127.0.0.1"
+from ..tracking import LOOPBACK
+
 QUIET_WARNINGS = (
     # kedro-viz imports a response class that FastAPI deprecates (15 wrapped lines).
     "ignore:ORJSONResponse is deprecated",
