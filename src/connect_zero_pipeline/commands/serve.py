@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..tracking import LOOPBACK
+from ..tracking import LOOPBACK, ui_base
 
 QUIET_WARNINGS = (
     # kedro-viz imports a response class that FastAPI deprecates (15 wrapped lines).
@@ -74,7 +74,7 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
         )
     argv = [str(binary / "kedro"), "viz", "run", "--no-browser", "--host", LOOPBACK,
             "--port", str(port)]  # fmt: skip
-    base = f"http://{LOOPBACK}:{port}/"
+    base = f"{ui_base(port)}/"
     return argv, {}, [f"kedro-viz: {base}",
                       f"one generation's lineage: {base}?pid=__default__&fid=gen_002"]  # fmt: skip
 
