@@ -82,7 +82,8 @@ def main() -> int:
             return 1
         out = failed.stdout + failed.stderr
         from connect_zero_pipeline.commands.runs import runs_table
-        from connect_zero_pipeline.runs import known_runs, read_manifest, run_status
+        from connect_zero_pipeline.run.liveness import run_status
+        from connect_zero_pipeline.run.manifest import known_runs, read_manifest
 
         run_id = known_runs(project)[-1]
         manifest = read_manifest(project, run_id)

@@ -61,7 +61,7 @@ def finished_run(tmp_path_factory, pons_set):
     write_versioned_parquet(project, PONS_FILE, pons_set)
     res = kedro_cli(project, "run", "--params", cli_params(FINISHED_RUN))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    from connect_zero_pipeline.runs import known_runs
+    from connect_zero_pipeline.run.manifest import known_runs
 
     (run_id,) = known_runs(project)
     before = {f: (project / f).stat().st_mtime_ns for f in files_under(project)}

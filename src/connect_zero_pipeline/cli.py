@@ -131,14 +131,13 @@ def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
     """The message for an error that is a user's mistake or the machine's, else None (a bug)."""
     from kedro.io.core import DatasetError
 
-    from .runs import error_text
+    from .errors import run_of
+    from .messages import error_text
 
     for error in _chain(exc):
         if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
-            from .runs import run_identity
-
             where = f" ({error.filename})" if error.filename else ""
-            then = "resume the run (below)" if run_identity.run_id else "run again"
+            then = "resume the run (below)" if run_of(exc) else "run again"
             return (
                 f"{error.strerror or error}{where}. Free space or fix the permission, then {then}."
             )
@@ -198,7 +197,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         [kwargs["pipeline"]] if kwargs.get("pipeline") else list(kwargs.get("pipelines") or [])
     )
     from .project import in_project
-    from .runs import resume_arguments
+    from .run.rules import resume_arguments
 
     kwargs["params"], kwargs["env"] = resume_arguments(
         in_project("."), kwargs.get("params") or {}, kwargs.get("env")
@@ -209,36 +208,37 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         return _kedro_run.callback(**kwargs)
     except click.ClickException:
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         if verbose:
             raise
         from .commands.interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
         click.echo(INTERRUPTED, err=True)
-        _resume_hint("failed (interrupted)")
+        _resume_hint(stop, "failed (interrupted)")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         message = None if verbose else user_error(exc, pipelines)
         if message is None:  # a bug: its traceback, then how to go on once fixed
-            if not _resume_hint("failed", before=traceback.format_exc()):
+            if not _resume_hint(exc, "failed", before=traceback.format_exc()):
                 raise
             sys.exit(1)
         click.secho(f"Error: {message}", err=True, fg="red")
-        _resume_hint("failed")
+        _resume_hint(exc, "failed")
         click.echo("(kedro run --verbose shows the traceback)", err=True)
         sys.exit(1)
 
 
-def _resume_hint(how: str, before: str = "") -> bool:
-    """Print ``before`` and the one way to go on with the run that ``how`` ended
+def _resume_hint(error: BaseException, how: str, before: str = "") -> bool:
+    """Print ``before`` and the one way to go on with the run that ``error`` ended as ``how``
     (``make resume RUN=<id>``); False, printing nothing, when no run had started."""
-    from .runs import run_identity
+    from .errors import run_of
 
-    if not run_identity.run_id:
+    run_id = run_of(error)
+    if not run_id:
         return False
     click.echo(before, err=True, nl=False)
-    click.echo(f"Run {run_identity.run_id} is recorded as {how}; once fixed, resume it: "
-               f"make resume RUN={run_identity.run_id}", err=True)  # fmt: skip
+    click.echo(f"Run {run_id} is recorded as {how}; once fixed, resume it: "
+               f"make resume RUN={run_id}", err=True)  # fmt: skip
     return True
 
 

@@ -1,12 +1,13 @@
-"""Project hooks: checks before any work, per-generation MLflow child runs, a clean run stack.
+"""Project hooks: the pipelines' shape, per-generation MLflow child runs, a clean run stack.
 
-``RunStartHook``. The first thing every session does, before it runs a node or
-kedro-mlflow opens its store: validate the merged parameters against the schema
-(:mod:`.params.schema`), check a ``resume`` request (:mod:`.runs`), and create the
-MLflow store once, under a lock, at the project root (:mod:`.tracking`).
-Run identity itself (pinned versions, the manifest) is :class:`.runs.RunIdentityHook`.
+The run's own checks and record (parameters, resume, manifest, pinned versions) are
+:mod:`.run`, planned by :class:`.session.ProjectSession` before any hook runs.
 
-``GenerationRunsHook``. kedro-mlflow opens one run per ``kedro run`` (the
+``PipelineShapeHook``. Refuses structural parameters (``alphazero.num_generations``, ...)
+that the session's pipelines were not built from (a plain ``KedroSession``), first of all.
+
+``GenerationRunsHook``. Registered by the session for its run, with the run's
+:class:`.run.RunLife`. kedro-mlflow opens one run per ``kedro run`` (the
 parent). For every generation namespace (``gen_001``, ...) this hook opens a
 child run through ``MlflowClient`` (tag ``mlflow.parentRunId``), never through
 MLflow's active-run stack, so the stack kedro-mlflow manages is untouched. A
@@ -19,11 +20,6 @@ resumed run reopens the children its first attempt created. Pipeline-level outpu
 (``learning_curves``) are logged on the parent. REINFORCE chunks (``rf_001``,
 ...) are treated like generations, and ``reinforce_learning_curves`` like
 ``learning_curves``.
-
-:func:`record_failure`. Kedro calls ``on_pipeline_error`` only for an exception
-raised by a node; the project's session (:mod:`.session`) calls this for every
-other way a run can fail (a hook or store error before the first node, Ctrl-C),
-so the manifest and the MLflow runs say ``failed`` whatever happened.
 
 ``MlflowRunStackHook``. kedro-mlflow reopens its run at every node (for thread
 safety), which pushes the same run onto MLflow's stack again; after the run
@@ -62,7 +58,7 @@ from .naming import (
     parse_step,
     stage_of,
 )
-from .runs import RunRefused, flatten, run_identity
+from .run.rules import flatten
 from .tracking import runs_view
 
 _HEADLINE_KEYS = {key for key, _ in HEADLINE}
@@ -141,7 +137,8 @@ def plain_repr(value: str) -> str:
 
 
 class GenerationRunsHook:
-    def __init__(self) -> None:
+    def __init__(self, life) -> None:
+        self._life = life  # the run's RunLife: its context, and where the parent is recorded
         self._lock = threading.Lock()
         self._reset()
 
@@ -165,17 +162,19 @@ class GenerationRunsHook:
         for node in pipeline.nodes:
             if parse_step(node.namespace):
                 self._pending.setdefault(node.namespace, set()).add(node.name)
-        run_identity.record_mlflow_run(self._parent)
-        if run_identity.run_id:  # kedro-mlflow tagged the session id; the run's id is this
-            self._client.set_tag(self._parent, "run_id", run_identity.run_id)
-        name = parent_run_name(run_params, list(self._pending), run_identity.params,
-                               run_identity.run_id, run_identity.manifest)  # fmt: skip
+        self._life.opened(self._parent)
+        run = self._life.context
+        manifest = (run.manifest if run is not None else None) or {}
+        if run is not None:  # kedro-mlflow tagged the session id; the run's id is this
+            self._client.set_tag(self._parent, "run_id", run.run_id)
+        name = parent_run_name(run_params, list(self._pending), run.params if run else {},
+                               run.run_id if run else None, manifest)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
-        extended = (run_identity.manifest or {}).get("extended")
+        extended = manifest.get("extended")
         if extended:  # trained further: how many generations each extension added
             self._client.set_tag(self._parent, "extended", ", ".join(
                 f"{e['from']} -> {e['to']} generations" for e in extended))  # fmt: skip
-        start = (run_identity.manifest or {}).get("start_from")
+        start = manifest.get("start_from")
         if start:  # where this run's generation 0 came from (resolved once, at its start)
             self._client.set_tag(self._parent, "start_from", start["described"])
         for key, value in run_params.items():  # kedro-mlflow tags the run params as they are
@@ -276,60 +275,20 @@ class GenerationRunsHook:
                 self._client.set_terminated(run_id, "FAILED")
 
 
-class RunStartHook:
-    """Checks and set-up before any work (see the module docstring)."""
+class PipelineShapeHook:
+    """Refuses, before any hook writes, parameters that change the pipelines' shape in a
+    session that did not build its pipelines from them (a plain ``KedroSession``:
+    :func:`.pipelines.structure.check_shape`). Stateless: ``settings.HOOKS``."""
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
-        from .params.schema import parse_section, validate_params
+        from .errors import RunRefused
         from .pipelines.structure import check_shape
-        from .runs import start_games, start_model
-        from .tracking import prepare_store
 
-        params = dict(context.config_loader["parameters"])
         try:
-            validate_params(params)  # an unknown key or a bad value stops the run here
-            model = params.get("model") or {}
-            if model.get("start_from"):  # the model (and games) to start from exist
-                start_model(Path(context.project_path), model["start_from"])
-                if model.get("start_window"):
-                    size = parse_section("train", params.get("train") or {}).buffer_gens - 1
-                    start_games(Path(context.project_path), model["start_from"], size)
-            check_shape(params)  # the pipelines are built from these very parameters
-            run_identity.check(context, params)  # an unknown run, other parameters: no resume
-        except RunRefused:
-            raise
+            check_shape(dict(context.config_loader["parameters"]))
         except ValueError as exc:
             raise RunRefused(str(exc)) from exc
-        try:
-            mlflow_conf = context.config_loader["mlflow"]
-        except Exception:  # no mlflow.yml: kedro-mlflow's defaults, nothing to prepare
-            return
-        prepare_store(Path(context.project_path), dict(mlflow_conf))
-
-
-def record_failure(error: BaseException) -> None:
-    """Run every project hook's ``on_pipeline_error`` for ``error`` (they do their work once,
-    so after Kedro's own call this does nothing). A hook that fails (the MLflow store is
-    unreachable) is logged and the others still run."""
-    import inspect
-
-    from kedro.framework.project import settings
-
-    for hook in settings.HOOKS:
-        method = getattr(hook, "on_pipeline_error", None)
-        if method is None:
-            continue
-        try:
-            if "error" in inspect.signature(method).parameters:
-                method(error=error)
-            else:
-                method()
-        except Exception as exc:  # the store may be what failed
-            from .tracking import store_line
-
-            why = store_line(exc) or " ".join(str(exc).split())[:300]
-            log.warning("%s could not record the failure: %s", type(hook).__name__, why)
 
 
 class MlflowRunStackHook:

@@ -124,7 +124,7 @@ def pipeline_label(names: list[str] | None) -> str:
 
 
 RESUME_KEY = "resume"
-"""The top-level parameter that names the run to resume (:mod:`.runs`)."""
+"""The top-level parameter that names the run to resume (:mod:`.run.rules`)."""
 
 
 MODEL_PARTITION = re.compile(

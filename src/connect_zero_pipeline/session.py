@@ -1,38 +1,79 @@
-"""``ProjectSession``: a ``KedroSession`` that builds its pipelines from its own parameters,
-and after which a failed run always says it failed.
+"""``ProjectSession``: a ``KedroSession`` that plans its run once and hands it to its hooks.
 
-The unrolled pipelines' shape comes from structural parameters
-(:mod:`.pipelines.structure`): the session reads its merged parameters (base, env,
-``--params``) with its own config loader, and Kedro builds the pipelines inside
-:func:`.pipelines.structure.reading`.
+**The plan.** Before anything is written, the session reads its merged parameters
+(base, env, ``--params``) and plans the run (:func:`.run.plan`): the parameters are
+validated once, a resume is checked and the start point resolved, into one immutable
+:class:`.run.RunContext`. Node filters (``--nodes``, ``--from-nodes``, ``--tags``, ...)
+that name nothing in the run's pipelines are refused next (Kedro itself filters only
+after its hooks have written), and the MLflow store is prepared.
 
-Kedro tells hooks of a failure (``on_pipeline_error``) only when a node raised an
-``Exception``. A run can also fail in a hook before the first node (the MLflow store),
-or be stopped with Ctrl-C (``KeyboardInterrupt``); the session then calls
-:func:`.hooks.record_failure`, so the run's manifest says ``failed`` with the error and
-its MLflow runs end FAILED in every case. ``settings.SESSION_CLASS`` names it, so
-``kedro run`` and ``python -m connect_zero_pipeline`` use it.
+**The hooks.** The session registers the run's own hooks, each given the run's
+:class:`.run.RunLife` (which holds the context): :class:`.run.RunLife` itself (the
+manifest, the pinned versions, the start point), :class:`.hooks.GenerationRunsHook` (the
+MLflow children) and :class:`.summary.RunSummaryHook`. ``settings.HOOKS`` holds the
+stateless rest.
 
-A ``--only-missing-outputs`` run whose every output already exists (a resume repeated)
-stops before it writes anything: no manifest, MLflow run or summary changes, and it says
-so and exits 0 (:class:`.runs.NothingToDo`).
+**The pipelines.** Their shape comes from structural parameters
+(:mod:`.pipelines.structure`): Kedro builds them inside :func:`.pipelines.structure.reading`
+of the session's parameters.
 
-Node filters (``--nodes``, ``--from-nodes``, ``--tags``, ...) that name nothing in the run's
-pipelines are refused before the context is created, so before any hook writes (the
-MLflow store): Kedro itself filters only after.
+**The end.** The run's manifest says ``finished`` after every hook of the run returned
+(:meth:`.run.RunLife.finish`). Kedro tells hooks of a failure (``on_pipeline_error``) only
+when a node raised an ``Exception``; a run can also fail in a hook (the MLflow store) or be
+stopped with Ctrl-C. The session then calls every project hook's ``on_pipeline_error`` and
+:meth:`.run.RunLife.fail`, so the manifest says ``failed`` with the error and the MLflow
+runs end FAILED in every case, and marks the error with the run's id for the command line
+(:func:`.errors.run_of`). A ``--only-missing-outputs`` run whose every output already
+exists stops before it writes anything, says so and returns (:class:`.errors.NothingToDo`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from kedro.framework.session import KedroSession
 
+from .internals import session_config, session_hooks
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def reopening(mlflow_run_id: str | None) -> Iterator[None]:
+    """Inside the block, the next MLflow run started (kedro-mlflow's parent) is run
+    ``mlflow_run_id``, reopened: MLflow's own ``MLFLOW_RUN_ID``, which it clears once used."""
+    if not mlflow_run_id:
+        yield
+        return
+    os.environ["MLFLOW_RUN_ID"] = mlflow_run_id
+    try:
+        yield
+    finally:
+        os.environ.pop("MLFLOW_RUN_ID", None)
+
 
 class ProjectSession(KedroSession):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from .hooks import GenerationRunsHook
+        from .run.hook import RunLife
+        from .summary import RunSummaryHook
+
+        self.life = RunLife()
+        """The run's context and record (:class:`.run.RunLife`); its context is None until
+        :meth:`run` plans it."""
+        self._run_hooks = (GenerationRunsHook(self.life), RunSummaryHook(self.life))
+        for hook in (self.life, *self._run_hooks):
+            session_hooks(self).register(hook)
+
     def parameters(self) -> dict[str, Any]:
         """The session's merged parameters (base, env, runtime), read from its configuration."""
-        return dict(self._get_config_loader()["parameters"])
+        return dict(session_config(self)["parameters"])
 
     def load_context(self):
         from .pipelines.structure import reading
@@ -41,28 +82,69 @@ class ProjectSession(KedroSession):
             return super().load_context()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from .errors import NothingToDo
+        from .errors import NothingToDo, mark_run
         from .pipelines.structure import reading
+        from .run.context import plan
 
         params = self.parameters()
+        root = Path(self.store["project_path"])
         try:
             with reading(params):
+                run = plan(root, params, self.store.get("env"), self.session_id)
                 check_filters(params, kwargs)
-                return super().run(*args, **kwargs)
+                self._prepare_store(root)
+                self.life.context = run
+                with reopening(run.mlflow_parent):
+                    result = super().run(*args, **kwargs)
+            self.life.finish()
+            return result
         except NothingToDo as done:  # every output exists: nothing ran, nothing was written
             print(done, flush=True)
             return {}
         except BaseException as error:
-            from .hooks import record_failure
-
-            record_failure(error)
+            self._record_failure(error)
+            if self.life.started:
+                mark_run(error, self.life.context.run_id)
             raise
+
+    def _prepare_store(self, root: Path) -> None:
+        from .tracking import prepare_store
+
+        try:
+            mlflow_conf = session_config(self)["mlflow"]
+        except Exception:  # no mlflow.yml: kedro-mlflow's defaults, nothing to prepare
+            return
+        prepare_store(root, dict(mlflow_conf))
+
+    def _record_failure(self, error: BaseException) -> None:
+        """Run every project hook's ``on_pipeline_error`` for ``error`` (they do their work
+        once, so after Kedro's own call this does nothing), then record the failure in the
+        manifest. A hook that fails (the MLflow store is unreachable) is logged and the
+        others still run."""
+        import inspect
+
+        from kedro.framework.project import settings
+
+        for hook in (*self._run_hooks, *settings.HOOKS):
+            method = getattr(hook, "on_pipeline_error", None)
+            if method is None:
+                continue
+            try:
+                if "error" in inspect.signature(method).parameters:
+                    method(error=error)
+                else:
+                    method()
+            except Exception as exc:  # the store may be what failed
+                from .tracking import store_line
+
+                why = store_line(exc) or " ".join(str(exc).split())[:300]
+                log.warning("%s could not record the failure: %s", type(hook).__name__, why)
+        self.life.fail(error)
 
 
 def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
-    they do not hold. Parameters that do not validate are left to the run-start hook, which
-    refuses them with its own message."""
+    they do not hold (``params`` are the run's, already validated by :func:`.run.plan`)."""
     from .naming import FILTERS
 
     asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
@@ -71,14 +153,6 @@ def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     from kedro.framework.project import pipelines
     from kedro.pipeline import Pipeline
 
-    from .params.schema import validate_params
-    from .pipelines.structure import check_shape
-
-    try:
-        validate_params(params)
-        check_shape(params)
-    except ValueError:
-        return
     names = run_kwargs.get("pipeline_names") or None
     pipelines.set_requested(names)  # as Kedro's run does: only these are built (and cached)
     combined = Pipeline([])

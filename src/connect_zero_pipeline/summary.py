@@ -2,7 +2,7 @@
 
 :class:`RunSummaryHook` runs after a pipeline completes. It reads everything
 from the run's own outputs in the catalog (pinned to the run's version by
-:mod:`.runs`, so a resumed run whose last nodes were skipped reads the same
+:mod:`.run.pinning`, so a resumed run whose last nodes were skipped reads the same
 files), prints the summary and logs it to the MLflow parent run as
 ``summary.md``. The text itself is :func:`render`, a pure function.
 """
@@ -13,7 +13,7 @@ import logging
 import sys
 import tempfile
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from kedro.framework.hooks import hook_impl
@@ -248,14 +248,12 @@ def _ratings(catalog) -> list[str] | None:
 
 def _path(dataset) -> str | None:
     """The file a (pinned) catalog dataset reads, relative to the current folder if below it."""
-    load_path = getattr(dataset, "_get_load_path", None)
-    try:
-        path = load_path() if load_path else getattr(dataset, "_filepath", None)
-    except Exception:  # no version on disk (the node did not run)
+    from .internals import load_path
+
+    found = load_path(dataset)
+    if found is None:
         return None
-    if path is None:
-        return None
-    path = Path(str(PurePosixPath(path)))
+    path = Path(found)
     if not path.exists():
         return None
     try:
@@ -288,42 +286,33 @@ def _float_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:
 
 
 class RunSummaryHook:
-    """Prints and logs :func:`render` after a successful pipeline run."""
+    """Prints and logs :func:`render` after a successful pipeline run. Registered by the
+    session for its run, with the run's :class:`.run.RunLife`."""
 
-    def __init__(self, out=None) -> None:
+    def __init__(self, life, out=None) -> None:
+        self._life = life
         self._out = out
         self._start = time.perf_counter()
-        self._run_id: str | None = None
         self._mlflow_run_id: str | None = None
-        self._extended: list[dict[str, Any]] | None = None
-        self._earlier = 0.0
-        self._start_from: dict[str, Any] | None = None
-        self._root: Path | None = None
 
-    @hook_impl(trylast=True)  # after kedro-mlflow opened its run and the run id is known
+    @hook_impl(trylast=True)  # after kedro-mlflow opened its run
     def before_pipeline_run(self) -> None:
         import mlflow
 
-        from .runs import run_identity
-
         self._start = time.perf_counter()
-        self._run_id = run_identity.run_id
-        self._extended = (run_identity.manifest or {}).get("extended")
-        self._earlier = (run_identity.manifest or {}).get("wall_seconds") or 0.0
-        self._start_from = (run_identity.manifest or {}).get("start_from")
-        self._root = run_identity.root
         active = mlflow.active_run()
         self._mlflow_run_id = active.info.run_id if active else None
 
     def _start_metrics(self) -> tuple[str, dict[str, float]] | None:
         """What the run started from and that generation's evaluation metrics (read from its
         metrics file; none if that run's files are not in this project)."""
-        start = self._start_from
-        if not start or self._root is None:
+        run = self._life.context
+        start = (run.manifest or {}).get("start_from") if run is not None else None
+        if not start:
             return None
         from .commands.curve import generation_metrics
 
-        found = generation_metrics(self._root, start["generation"], "eval", start["run_id"])
+        found = generation_metrics(run.root, start["generation"], "eval", start["run_id"])
         return start["described"], _float_metrics(found)
 
     @hook_impl
@@ -331,8 +320,10 @@ class RunSummaryHook:
         import mlflow
 
         from .naming import pipeline_label
-        from .runs import run_identity
         from .tracking import run_url
+
+        run = self._life.context
+        manifest = (run.manifest if run is not None else None) or {}
 
         outputs = pipeline.all_outputs()
         paths = {}
@@ -348,7 +339,7 @@ class RunSummaryHook:
         is_alphazero = generation is not None and parse_step(generation[0])[0] == GENERATION
         text = render(
             pipeline=pipeline_label(run_params.get("pipeline_names")),
-            run_id=self._run_id,
+            run_id=run.run_id if run is not None else None,
             wall_seconds=time.perf_counter() - self._start,
             generation=generation,
             paths=paths,
@@ -357,10 +348,10 @@ class RunSummaryHook:
             registered=registered_version(client, self._mlflow_run_id)
             if client is not None and "onnx_model_mlflow" in outputs
             else None,
-            recipe_changes=recipe_changes(run_identity.params or {}) if is_alphazero else None,
+            recipe_changes=recipe_changes(run.params if run else {}) if is_alphazero else None,
             ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
-            extended=self._extended,
-            earlier_seconds=self._earlier,
+            extended=manifest.get("extended"),
+            earlier_seconds=manifest.get("wall_seconds") or 0.0,
             start=self._start_metrics(),
         )
         print("\n" + text, file=self._out or sys.stdout, flush=True)

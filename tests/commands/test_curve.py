@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from connect_zero_pipeline.commands.curve import curve_table, main
-from connect_zero_pipeline.runs import write_manifest
+from connect_zero_pipeline.run.manifest import write_manifest
 
 
 def _write(project, gen: int, stage: str, run_id: str, metrics: dict) -> None:

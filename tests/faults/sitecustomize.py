@@ -6,7 +6,7 @@ it (not in the run's worker processes). It then counts the run's *write points*,
 order the run reaches them, appending one JSON line per event to ``CZ_FAULT_LOG``:
 
 - ``dataset``: every save through the project's catalog (``AtomicDataCatalog.save``);
-- ``manifest``: every write of the run's manifest (``runs.write_manifest``, ``claim_manifest``);
+- ``manifest``: every write of the run's manifest (``run.manifest.write_manifest``, ``claim_manifest``);
 - ``mlflow``: every write of MLflow's tracking and registry stores (the outermost call of
   each ``create_*``, ``log_*``, ``set_*``, ``update_*``, ... method) and every artifact copy.
 
@@ -126,8 +126,8 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
 
         setattr(owner, attr, wrapper)
 
-    from connect_zero_pipeline import runs
     from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
+    from connect_zero_pipeline.run import manifest as runs
 
     _wrap(AtomicDataCatalog, "save", "dataset", lambda self, name, data: name)
     for _fn in ("write_manifest", "claim_manifest"):

@@ -18,7 +18,8 @@ import pytest
 from connect_zero_pipeline.commands.runs import runs_table
 from connect_zero_pipeline.config_loader import project_config
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
-from connect_zero_pipeline.runs import claim_manifest, known_runs, read_manifest, run_status
+from connect_zero_pipeline.run.liveness import run_status
+from connect_zero_pipeline.run.manifest import claim_manifest, known_runs, read_manifest
 from tests.helpers import (
     FINISHED_RUN,
     TINY_CLI,
@@ -312,15 +313,17 @@ def test_reinforce_refuses_a_start_from_and_a_window_needs_a_start():
 def test_a_run_id_starts_from_that_run_s_last_generation(
     finished_run, tmp_path, monkeypatch, capsys
 ):
-    from connect_zero_pipeline.runs import start_model
+    from connect_zero_pipeline.run.start import partitions, resolve
 
     project, run_id = finished_run
-    assert start_model(project, run_id) == (
+    models = partitions(project, "model_files")
+    start = resolve(project, run_id, models)
+    assert (start["model"], start["described"]) == (
         f"gen_002/model.pt/{run_id}/model",
         f"run {run_id}, generation 2",
     )
     with pytest.raises(ValueError, match=r"models:/connect-zero@best.*no version or alias 'best'"):
-        start_model(project, "models:/connect-zero@best")
+        resolve(project, "models:/connect-zero@best", models)
     # The commands take a run id as --model too, and say which run's model they score.
     from connect_zero_pipeline.commands.benchmark import main as benchmark
     from tests.helpers import PONS_DIR
@@ -338,16 +341,16 @@ def test_a_run_id_starts_from_that_run_s_last_generation(
 def test_a_start_window_is_the_source_s_last_generations_and_must_be_there(finished_run, tmp_path):
     import shutil
 
-    from connect_zero_pipeline.runs import start_games
+    from connect_zero_pipeline.run.start import start_point
 
     source, run_id = finished_run
-    games = [(k, f"gen_00{k}/games.parquet/{run_id}/games") for k in (1, 2)]
-    assert start_games(source, run_id, 3) == games  # the run has 2 generations
-    assert start_games(source, "models:/connect-zero/1", 1) == games[1:]
+    games = [[k, f"gen_00{k}/games.parquet/{run_id}/games"] for k in (1, 2)]
+    assert start_point(source, run_id, 3)["games"] == games  # the run has 2 generations
+    assert start_point(source, "models:/connect-zero/1", 1)["games"] == games[1:]
     project = copy_project(source, tmp_path / "project")
     shutil.rmtree(project / "data/05_model_input/selfplay/gen_001")
     with pytest.raises(ValueError, match=rf"run {run_id} has no games of generation\(s\) \[1\]"):
-        start_games(project, run_id, 3)
+        start_point(project, run_id, 3)
 
 
 def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished_run, tmp_path):

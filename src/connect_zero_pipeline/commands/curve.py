@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     run_id = args.run
     chosen = "--run"
     if run_id is None:
-        from ..runs import alphazero_runs
+        from ..run.manifest import alphazero_runs
 
         runs = alphazero_runs(project)  # a later ladder or export run has no generations
         run_id = runs[-1] if runs else None
@@ -128,7 +128,7 @@ def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     """Which run a table is about, first: ``Run <id>: alphazero, 24 generations, started ...,
     from <start> (<why this run>)``."""
     from ..naming import pipeline_label
-    from ..runs import known_runs, read_manifest
+    from ..run.manifest import known_runs, read_manifest
 
     if run_id is None:
         return "Run: none recorded (data/runs); the newest version of each metric file\n"

@@ -119,7 +119,7 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
 
 def latest_version_file(path: Path) -> Path:
     """``path`` itself if a file, else the newest ``<version>/<name>`` inside a versioned folder."""
-    from ..runs import newest_version
+    from ..run.manifest import newest_version
 
     if path.is_file():
         return path
@@ -141,17 +141,17 @@ MODEL_FORMS = (
 def _run_model(run_id: str):
     """The last generation model of run ``run_id`` of the project around the current folder."""
     from ..project import project_root
-    from ..runs import start_point
+    from ..run.start import resolve
 
-    _quiet_catalog()  # start_point reads the catalog too
     project = project_root()
     if project is None:
         raise CommandError(f"--model {run_id}: {Path.cwd()} is not inside a Kedro project")
+    models = load_catalog_entry("model_files")
     try:
-        _, _, partition, words = start_point(project, run_id)
+        start = resolve(project, run_id, models)
     except ValueError as exc:
         raise CommandError(str(exc).replace("model.start_from=", "--model ")) from exc
-    return load_catalog_entry("model_files")[partition](), words
+    return models[start["model"]](), start["described"]
 
 
 def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
@@ -161,7 +161,7 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
         CommandError: no such model file, an unreadable one, or nothing in the catalog.
     """
     from ..core.checkpoint import load_model
-    from ..runs import RUN_ID
+    from ..run.manifest import RUN_ID
 
     if model_path is not None and model_path.startswith(REGISTRY_PREFIX):
         return _registered(model_path)
@@ -202,7 +202,7 @@ def _described(entry: str, version: str | None, meta: dict) -> str:
     """``latest_model version <v>: run <id>, generation <k>``: which run's model a catalog
     entry's newest version is (its version names the run, or one of its extensions)."""
     from ..project import project_root
-    from ..runs import run_of_version
+    from ..run.manifest import run_of_version
 
     if version is None:
         return f"catalog entry {entry!r}"

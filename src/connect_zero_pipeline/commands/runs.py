@@ -7,7 +7,7 @@ Usage::
 One row per run manifest (``data/runs/<id>.json``), oldest first: the run id, its
 status, its pipelines, its generations (``24 -> 40`` for a run trained further), when
 it started, and for a failed run the error's one line.
-The status is :func:`..runs.run_status`'s: ``running`` (its process is alive),
+The status is :func:`..run.liveness.run_status`'s: ``running`` (its process is alive),
 ``finished``, ``failed``, or ``interrupted`` (killed, or it could not record its end).
 A ``failed`` or ``interrupted`` run continues with ``make resume RUN=<id>``; a
 finished one trains further with ``make resume RUN=<id> PARAMS=alphazero.num_generations=N``.
@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from ..naming import DEFAULT_PIPELINE, pipeline_label
-from ..runs import known_runs, read_manifest, run_status
+from ..run.liveness import run_status
+from ..run.manifest import known_runs, read_manifest
 
 RESUMABLE = ("failed", "interrupted")
 

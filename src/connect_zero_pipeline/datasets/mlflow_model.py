@@ -8,7 +8,7 @@ subclass answers ``exists()`` from the run itself: the model is there when the
 active run (the resumed run's own parent) already has a logged model of that
 name made from this run's final outputs (tag :data:`FILES_TAG`: the version of
 the ONNX file it was logged from). A run extended to more generations exports
-again at a version of its own (:mod:`..runs`), so its parent run holds one
+again at a version of its own (:mod:`..run.rules`), so its parent run holds one
 logged model, and the registry one version, per export.
 
 Each save also registers a described version (:mod:`..registry`): the ONNX
@@ -35,12 +35,6 @@ def model_requirements() -> list[str]:
 
 FILES_TAG = "files_version"
 """The logged model's tag naming the version of the run's files it was logged from."""
-
-
-def _files_version() -> str | None:
-    from ..runs import run_identity
-
-    return run_identity.final_version
 
 
 _REGISTER_CHATTER = ("already exists. Creating a new version", "Successfully registered model",
@@ -71,12 +65,22 @@ class RunModelDataset(MlflowModelTrackingDataset):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self._run = None  # the run it is saved by (bind_run)
         if "signature" not in self._save_args:
             from ..registry import onnx_signature
 
             self._save_args["signature"] = onnx_signature()
         if "pip_requirements" not in self._save_args:  # MLflow would infer them (2 s a save)
             self._save_args["pip_requirements"] = model_requirements()
+
+    def bind_run(self, run) -> None:
+        """Save as part of run ``run`` (a :class:`..run.RunContext`, handed over when the run
+        pins its versions): the logged model is tagged with the version of its files, and the
+        registered version names the run."""
+        self._run = run
+
+    def _files_version(self) -> str | None:
+        return self._run.final_version if self._run is not None else None
 
     def _save(self, model) -> None:
         """Log the model, register a version of it, describe the version: each step once.
@@ -91,8 +95,8 @@ class RunModelDataset(MlflowModelTrackingDataset):
         if logged is None:
             args = self._save_args
             self._save_args = {k: v for k, v in args.items() if k != "registered_model_name"}
-            if _files_version():
-                self._save_args["tags"] = {**args.get("tags", {}), FILES_TAG: _files_version()}
+            if self._files_version():
+                self._save_args["tags"] = {**args.get("tags", {}), FILES_TAG: self._files_version()}
             try:
                 super()._save(model)
             finally:
@@ -107,15 +111,13 @@ class RunModelDataset(MlflowModelTrackingDataset):
         from ..core.export import onnx_info
         from ..naming import pipeline_label
         from ..registry import describe_version, version_tags
-        from ..runs import run_identity
 
         meta = onnx_info(model.SerializeToString())["meta"]
-        manifest = run_identity.manifest or {}
+        manifest = (self._run.manifest if self._run is not None else None) or {}
         pipelines = manifest.get("pipelines")
         start = (manifest.get("start_from") or {}).get("described")
-        tags = version_tags(
-            meta, run_identity.run_id, pipeline_label(pipelines) if pipelines else None, start
-        )
+        run_id = self._run.run_id if self._run is not None else None
+        tags = version_tags(meta, run_id, pipeline_label(pipelines) if pipelines else None, start)
         describe_version(client, name, str(version.version), tags)
 
     def _logged_model(self, run):
@@ -124,8 +126,8 @@ class RunModelDataset(MlflowModelTrackingDataset):
         if run is None or not name:
             return None
         where = f"source_run_id = '{run.info.run_id}' AND name = '{name}'"
-        if _files_version():
-            where += f" AND tags.{FILES_TAG} = '{_files_version()}'"
+        if self._files_version():
+            where += f" AND tags.{FILES_TAG} = '{self._files_version()}'"
         found = mlflow.search_logged_models(
             experiment_ids=[run.info.experiment_id], filter_string=where, output_format="list"
         )

@@ -89,7 +89,7 @@ def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """Build every section's dataclass from a run's merged parameters.
 
     Besides the sections, one top-level key is known: ``resume`` (a run id,
-    see :mod:`connect_zero_pipeline.runs`).
+    see :mod:`connect_zero_pipeline.run.rules`).
 
     Returns:
         Section name -> its dataclass, for every section of :data:`SCHEMA`.

@@ -9,7 +9,7 @@ import mlflow
 import pytest
 from kedro.framework.project import pipelines
 
-from connect_zero_pipeline.runs import known_runs, read_manifest
+from connect_zero_pipeline.run.manifest import known_runs, read_manifest
 from connect_zero_pipeline.tracking import runs_view
 from tests.helpers import REPO, latest, mlflow_client, run_kedro, versions
 

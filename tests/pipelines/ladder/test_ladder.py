@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from connect_zero_pipeline.core.labelling import SolvedCache
-from connect_zero_pipeline.runs import known_runs
+from connect_zero_pipeline.run.manifest import known_runs
 from tests.helpers import mlflow_client, run_kedro, versions
 from tests.pipelines.alphazero.test_alphazero import TINY
 

@@ -94,14 +94,14 @@ def init_pipeline() -> Pipeline:
         [
             Node(
                 init_model,
-                inputs=["params:model", "model_files"],
+                inputs=["params:model", "start_point", "model_files"],
                 outputs="model",
                 name="init_model",
                 tags=["selfplay", "init"],
             ),
             Node(
                 start_games,
-                inputs=["params:model", "params:train", "games_files"],
+                inputs=["start_point", "games_files"],
                 outputs="games",
                 name="start_games",
                 tags=["selfplay", "init"],
@@ -116,8 +116,8 @@ def init_pipeline() -> Pipeline:
         tags=["evaluate", "init"],
     )
     init = Pipeline(template, namespace=generation_name(0),
-                    parameters={"params:model", "params:train"},
-                    inputs={"model_files", "games_files"})  # fmt: skip
+                    parameters={"params:model"},
+                    inputs={"start_point", "model_files", "games_files"})  # fmt: skip
     return init + Pipeline([labels])
 
 

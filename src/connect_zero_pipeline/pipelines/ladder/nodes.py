@@ -36,7 +36,7 @@ from ...params.ladder import LATEST, LadderConfig
 from ...params.schema import parse_section
 from ...project import in_project
 from ...registry import REGISTERED_MODEL
-from ...runs import alphazero_runs, known_runs
+from ...run.manifest import alphazero_runs, known_runs
 
 log = logging.getLogger(__name__)
 

@@ -20,48 +20,41 @@ from ...params.schema import parse_section
 log = logging.getLogger(__name__)
 
 
-def init_model(params: dict, model_files: Mapping[str, Callable[[], Any]]) -> nn.Module:
+def init_model(
+    params: dict, start_point: dict, model_files: Mapping[str, Callable[[], Any]]
+) -> nn.Module:
     """Generation 0 (section ``model``, :class:`ModelSpec`): a freshly initialised network,
-    or the trained one ``start_from`` names, read from ``model_files`` (the models folder)."""
-    spec = parse_section("model", params)
-    if spec.start_from:
-        from ...project import in_project
-        from ...runs import start_model
-
-        partition, described = start_model(in_project("."), spec.start_from)
-        model = model_files[partition]()
-        model.meta = {"generation": 0, "started_from": described}
-        log.info("Generation 0: %s, %d parameters", described, count_parameters(model))
+    or the trained one the run starts from: ``start_point["model"]``, a partition of
+    ``model_files`` (the models folder). The session resolves ``model.start_from`` into
+    ``start_point`` once, at the run's start (:mod:`...run.start`)."""
+    if start_point:
+        model = model_files[start_point["model"]]()
+        model.meta = {"generation": 0, "started_from": start_point["described"]}
+        log.info("Generation 0: %s, %d parameters", start_point["described"],
+                 count_parameters(model))  # fmt: skip
         return model
-    torch.manual_seed(
-        spec.seed
-    )  # initial weights only; self-play and training take their own seeds
+    spec = parse_section("model", params)
+    torch.manual_seed(spec.seed)  # initial weights only; self-play and training take their own
     model = build_model(spec.config())
     model.meta = {"generation": 0}
     log.info("Initialised %s with %d parameters", model.config, count_parameters(model))
     return model
 
 
-def start_games(
-    params: dict, train: dict, games_files: Mapping[str, Callable[[], Any]]
-) -> pd.DataFrame:
-    """Generation 0's games: with ``model.start_window``, the replay window of the run that
-    ``model.start_from`` names (the games of its last ``train.buffer_gens - 1`` generations
-    up to the start, from ``games_files``, the self-play folder), their ``generation``
-    renumbered so that the start's is 0 (then -1, -2, ...); else an empty table."""
-    spec = parse_section("model", params)
-    size = parse_section("train", train).buffer_gens - 1
-    if not spec.start_window or size == 0:
+def start_games(start_point: dict, games_files: Mapping[str, Callable[[], Any]]) -> pd.DataFrame:
+    """Generation 0's games: with ``model.start_window``, the replay window of the run the
+    model starts from (``start_point["games"]``: the ``[generation, partition]`` of its last
+    ``train.buffer_gens - 1`` generations up to the start, in ``games_files``, the self-play
+    folder), their ``generation`` renumbered so that the start's is 0 (then -1, -2, ...);
+    else an empty table."""
+    chosen = (start_point or {}).get("games") or []
+    if not chosen:
         return empty_games_table()
-    from ...project import in_project
-    from ...runs import start_games as window
-
-    chosen = window(in_project("."), spec.start_from, size)
     last = chosen[-1][0]
     tables = [games_files[pid]().assign(generation=k - last) for k, pid in chosen]
     games = pd.concat(tables, ignore_index=True).astype({"generation": COLUMNS["generation"]})
     log.info("Generation 0's games: generations %d-%d of %s, %d positions",
-             chosen[0][0], last, spec.start_from, len(games))  # fmt: skip
+             chosen[0][0], last, start_point["described"], len(games))  # fmt: skip
     return games
 
 
