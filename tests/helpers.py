@@ -305,3 +305,22 @@ def selfplay_config(**keys):
     search = {k: keys.pop(k) for k in list(keys) if k in names}
     mcts = replace(keys.pop("mcts", SEARCH), **search)
     return SelfPlayConfig(**keys, mcts=mcts)
+
+
+def command(*argv: str, stdin: str = "") -> tuple[int, str, str]:
+    """``python -m connect_zero_pipeline <argv>`` in this process, with ``stdin`` as its
+    input: ``(exit status, stdout, stderr)`` (usage errors give 2, as on the command line)."""
+    import contextlib
+    import io
+    import sys
+
+    from connect_zero_pipeline.commands import invoke
+
+    out, err, before = io.StringIO(), io.StringIO(), sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = invoke(list(argv))
+    finally:
+        sys.stdin = before
+    return status, out.getvalue(), err.getvalue()

@@ -96,13 +96,13 @@ def project_facts():
     from kedro.config import OmegaConfigLoader
     from kedro.framework.project import configure_project, pipelines
 
-    from connect_zero_pipeline.__main__ import COMMANDS
+    from connect_zero_pipeline.commands import cli
     from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS
 
     configure_project("connect_zero_pipeline")
     loader = OmegaConfigLoader(conf_source=str(REPO / "conf"), **CONFIG_LOADER_ARGS)
     base = {k: v for k, v in dict(loader["parameters"]).items()}
-    return set(pipelines), base, set(COMMANDS)
+    return set(pipelines), base, set(cli.list_commands(None))
 
 
 def test_every_readme_command_exists(project_facts):

@@ -1,7 +1,8 @@
 """The project's ``kedro run``: Kedro's own run command, with one-paragraph errors.
 
-Kedro finds this module (``<package>.cli``) for ``kedro run`` and for
-``python -m connect_zero_pipeline``. ``run`` takes every option of Kedro's run command
+Kedro finds the project's command group in this module (``<package>.cli``: the group of
+:mod:`.commands`, whose ``run`` is :data:`run` here), for ``kedro run`` and for
+``python -m connect_zero_pipeline run``. ``run`` takes every option of Kedro's run command
 and one more, ``--verbose``. Before any work it checks the names a user types (``--env``,
 ``--pipelines``); after, a user's mistake or a problem of the machine is printed as one
 short message instead of a traceback (:func:`user_error`):
@@ -33,16 +34,13 @@ from typing import Any
 import click
 from kedro.framework.cli.project import run as _kedro_run
 
+from .commands import UnknownName, cli, did_you_mean  # noqa: F401 (Kedro reads cli here)
+
 VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph message."
 
 # Errors of the machine a user can fix (a full disk, a folder without write permission).
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
 _UNKNOWN_NODES = re.compile(r"Pipeline does not contain nodes named (\[.*?\])")
-
-
-@click.group(name="Connect Zero Pipeline")
-def cli() -> None:
-    """Connect-Zero Pipeline's project commands."""
 
 
 def pipeline_names() -> list[str]:
@@ -69,30 +67,18 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names)
 
 
-class UnknownName(click.ClickException):
-    """A name on the command line that names nothing: ``Error: <message>`` alone, exit 2
-    (Click's usage lines would come first and say nothing about the name)."""
-
-    exit_code = 2
-
-
-def _did_you_mean(name: str, valid: list[str]) -> str:
-    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
 def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) -> None:
     """Refuse an unknown ``--env`` or ``--pipelines`` name, with the closest valid name and
     the list of them."""
     valid = pipeline_names()
     for name in pipelines:
         if name not in valid:
-            raise UnknownName(f"no pipeline named {name!r}.{_did_you_mean(name, valid)} The "
+            raise UnknownName(f"no pipeline named {name!r}.{did_you_mean(name, valid)} The "
                               f"pipelines are: {_listing(valid)}")  # fmt: skip
     if env:
         valid_envs = env_names(conf_source)
         if valid_envs is not None and env not in valid_envs:
-            raise UnknownName(f"no env named {env!r} (no folder conf/{env}).{_did_you_mean(env, valid_envs)}"
+            raise UnknownName(f"no env named {env!r} (no folder conf/{env}).{did_you_mean(env, valid_envs)}"
                               f" The envs are: {_listing(valid_envs)}")  # fmt: skip
 
 
@@ -247,6 +233,5 @@ run = click.Command(
     params=[*_kedro_run.params, click.Option(["--verbose"], is_flag=True, help=VERBOSE_HELP)],
     callback=_run,
     help=_kedro_run.help,
-    short_help=_kedro_run.short_help,
+    short_help="Train and measure: kedro run (--pipelines, --params, --env).",
 )
-cli.add_command(run)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -14,12 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from connect_zero_pipeline.commands.benchmark import (
-    _parse_args,
-    label_positions,
-    read_positions,
-    run,
-)
+from connect_zero_pipeline.commands.benchmark import label_positions, read_positions
 from connect_zero_pipeline.core import bitboard as bb
 from connect_zero_pipeline.core.checkpoint import load_model, save_model
 from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, set_scores, solver_set_metrics
@@ -27,9 +21,9 @@ from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.solver import Solver
-from tests.helpers import PONS_DIR
+from tests.helpers import PONS_DIR, command
 
-SCORE = [sys.executable, "-m", "connect_zero_pipeline", "score"]
+SCORE = [sys.executable, "-m", "connect_zero_pipeline", "benchmark"]
 
 # Late positions, fast to solve; the analyses below were checked with `solve --analyze`.
 LINES = [
@@ -105,11 +99,9 @@ def _perfect_fn(table: pd.DataFrame):
 
 
 def _score(*argv: str) -> tuple[int, list[dict], str]:
-    out, err = io.StringIO(), io.StringIO()
     argv = [*argv, "--cache", "none"] if "--cache" not in argv else list(argv)
-    argv.append("--json")
-    status = run(_parse_args(argv), out, err)
-    return status, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue()
+    status, out, err = command("benchmark", *argv, "--json")
+    return status, [json.loads(line) for line in out.splitlines()], err
 
 
 def test_labels_match_the_unbatched_solver(position_file):
@@ -219,19 +211,17 @@ def test_bad_lines_name_file_line_and_move_and_exit_non_zero(model_file, tmp_pat
     assert "Traceback" not in res.stderr
 
 
-def test_usage_errors(tmp_path, capsys):
-    from connect_zero_pipeline.commands.benchmark import main
-
+def test_usage_errors(tmp_path):
     path = tmp_path / "positions.txt"
     path.write_text("5554224333234511764415115\n")
-    assert main(["--file", str(path), "--model", str(tmp_path / "missing.pt")]) == 2
-    assert "missing.pt: no such file or folder. --model takes" in capsys.readouterr().err
-    assert main(["--file", str(tmp_path / "absent.txt")]) == 2
-    assert "cannot read position file" in capsys.readouterr().err
+    status, _, err = command(
+        "benchmark", "--file", str(path), "--model", str(tmp_path / "missing.pt")
+    )
+    assert status == 2 and "missing.pt: no such file or folder. --model takes" in err
+    status, _, err = command("benchmark", "--file", str(tmp_path / "absent.txt"))
+    assert status == 2 and "cannot read position file" in err
     for argv in (["--file", str(path), "--max-nodes", "-1"], ["--max-nodes", "5"]):
-        with pytest.raises(SystemExit) as info:
-            _parse_args(argv)
-        assert info.value.code == 2
+        assert command("benchmark", *argv)[0] == 2
 
 
 def test_end_to_end_on_a_public_file(model_file, tmp_path):
@@ -284,19 +274,17 @@ def test_benchmark_scores_the_network_and_mcts_agents_with_a_persistent_cache(mo
         ("mcts-8", "gumbel"),
     ]
     assert gumbel[0]["strict_acc"] == records[0]["strict_acc"]  # the network is the same
-    with pytest.raises(SystemExit):
-        _parse_args(["--file", str(path), "--sims", "0,-3"])
-    with pytest.raises(SystemExit):
-        _parse_args(["--file", str(path), "--search", "alphabeta"])
+    assert command("benchmark", "--file", str(path), "--sims", "0,-3")[0] == 2
+    assert command("benchmark", "--file", str(path), "--search", "alphabeta")[0] == 2
 
 
 def test_the_default_output_is_a_table(position_file, model_file):
-    out, err = io.StringIO(), io.StringIO()
     argv = ["--file", str(position_file), "--model", str(model_file), "--sims", "0,4"]
-    assert run(_parse_args([*argv, "--cache", "none"]), out, err) == 0
-    lines = out.getvalue().splitlines()
+    status, out, err = command("benchmark", *argv, "--cache", "none")
+    assert status == 0
+    lines = out.splitlines()
     assert lines[0] == f"Model: {model_file}" and lines[1] == ""  # which model, first
-    assert err.getvalue().startswith(f"Scoring {model_file}\n")
+    assert err.startswith(f"Scoring {model_file}\n")
     assert lines[2] == "| file | agent | positions | strict acc | weak mistakes | seconds |"
     rows = [line.split(" | ") for line in lines[4:]]
     assert [r[1] for r in rows] == ["network", "mcts-4"]

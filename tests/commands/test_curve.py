@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from connect_zero_pipeline.commands.curve import curve_table, main
+from connect_zero_pipeline.commands.curve import curve_table
 from connect_zero_pipeline.run.manifest import write_manifest
+from tests.helpers import command
 
 
 def _write(project, gen: int, stage: str, run_id: str, metrics: dict) -> None:
@@ -14,7 +15,7 @@ def _write(project, gen: int, stage: str, run_id: str, metrics: dict) -> None:
     (folder / run_id / folder.name).write_text(json.dumps(metrics))
 
 
-def test_the_table_has_one_row_per_generation_of_the_run(tmp_path, capsys):
+def test_the_table_has_one_row_per_generation_of_the_run(tmp_path):
     ours, other = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
     for gen, acc in ((1, 0.5), (2, 0.6)):
         _write(tmp_path, gen, "eval", ours, {"solver.acc": acc, "solver.weak_acc": acc + 0.1})
@@ -30,11 +31,11 @@ def test_the_table_has_one_row_per_generation_of_the_run(tmp_path, capsys):
                               "params": {"alphazero": {"num_generations": 2}}})  # fmt: skip
     # A later ladder run trains no generation: the default stays the newest alphazero run.
     write_manifest(tmp_path, {"run_id": other, "status": "finished", "pipelines": ["ladder"]})
-    assert main(["--project", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    status, out, _ = command("curve", "--project", str(tmp_path))
+    assert status == 0
     assert "| 2 | 0.600 |" in out
     # The run it shows comes first, and why that one.
     assert out.startswith(f"Run {ours}: alphazero, 2 generations, started 2026-01-01T00:00:00"
                           "+0000 (the newest finished alphazero run; --run <id> shows another)")  # fmt: skip
-    assert main(["--project", str(tmp_path), "--run", other]) == 0
-    assert capsys.readouterr().out.startswith(f"Run {other}: ladder, started ? (--run)")
+    status, out, _ = command("curve", "--project", str(tmp_path), "--run", other)
+    assert status == 0 and out.startswith(f"Run {other}: ladder, started ? (--run)")

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 
-import pytest
-
-from connect_zero_pipeline.commands.solve import _parse_args, run
-from tests.helpers import PONS_DIR
+from tests.helpers import PONS_DIR, command
 
 
 def _solve(text: str, *argv: str) -> tuple[int, list[str], str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = run(_parse_args([*argv, "--tt-log2", "16"]), io.StringIO(text), out, err)
-    return status, out.getvalue().split("\n")[:-1], err.getvalue()
+    status, out, err = command("solve", *argv, "--tt-log2", "16", stdin=text)
+    return status, out.split("\n")[:-1], err
 
 
 def test_scores_in_benchmark_format_and_expected_column_ignored():
@@ -64,9 +59,7 @@ def test_node_budget_reports_and_fails():
 
 def test_bad_options_exit_with_usage_error():
     for argv in (["--tt-log2", "5"], ["--weak", "--analyze"], ["--max-nodes", "-1"]):
-        with pytest.raises(SystemExit) as info:
-            _parse_args(argv)
-        assert info.value.code == 2
+        assert command("solve", *argv)[0] == 2
 
 
 def test_end_to_end_on_a_public_file():

@@ -162,7 +162,7 @@ def test_a_tiny_file_asking_for_a_huge_network_is_refused_before_allocating(tmp_
 
 def test_score_and_solve_refuse_unbounded_input(tmp_path):
     res = subprocess.run(
-        [sys.executable, "-m", "connect_zero_pipeline", "score", "--file", "/dev/zero"],
+        [sys.executable, "-m", "connect_zero_pipeline", "benchmark", "--file", "/dev/zero"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -187,7 +187,7 @@ def test_score_and_solve_refuse_unbounded_input(tmp_path):
 
 
 def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_path):
-    from connect_zero_pipeline.commands.play import make_server
+    from connect_zero_pipeline.commands.page import make_server
 
     (tmp_path / "index.html").write_text("<p>hi</p>")
     server = make_server(tmp_path, 0, idle_timeout=0.5)
@@ -215,7 +215,7 @@ def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_p
 def test_the_play_server_cuts_a_trickled_request_and_ignores_clients_that_leave(tmp_path, capsys):
     import threading
 
-    from connect_zero_pipeline.commands.play import make_server
+    from connect_zero_pipeline.commands.page import make_server
 
     (tmp_path / "index.html").write_text("<p>hi</p>")
     server = make_server(tmp_path, 0, idle_timeout=0.5)

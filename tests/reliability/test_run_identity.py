@@ -310,9 +310,7 @@ def test_reinforce_refuses_a_start_from_and_a_window_needs_a_start():
         parse_section("model", {"start_window": True})
 
 
-def test_a_run_id_starts_from_that_run_s_last_generation(
-    finished_run, tmp_path, monkeypatch, capsys
-):
+def test_a_run_id_starts_from_that_run_s_last_generation(finished_run, tmp_path, monkeypatch):
     from connect_zero_pipeline.run.start import partitions, resolve
 
     project, run_id = finished_run
@@ -325,16 +323,16 @@ def test_a_run_id_starts_from_that_run_s_last_generation(
     with pytest.raises(ValueError, match=r"models:/connect-zero@best.*no version or alias 'best'"):
         resolve(project, "models:/connect-zero@best", models)
     # The commands take a run id as --model too, and say which run's model they score.
-    from connect_zero_pipeline.commands.benchmark import main as benchmark
-    from tests.helpers import PONS_DIR
+    from tests.helpers import PONS_DIR, command
 
     positions = tmp_path / "positions.txt"
     positions.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:20]))
     monkeypatch.chdir(project)  # the project's catalog and runs, read in this process
     for model, said in [([], f"latest_model version {run_id}: run {run_id}, generation 2"),
                         (["--model", run_id], f"run {run_id}, generation 2")]:  # fmt: skip
-        assert benchmark(["--file", str(positions), "--sims", "0", "--cache", "none", *model]) == 0
-        out = capsys.readouterr().out  # (that it comes first: tests/commands/test_benchmark)
+        status, out, _ = command("benchmark", "--file", str(positions), "--sims", "0", "--cache",
+                                 "none", *model)  # fmt: skip
+        assert status == 0  # (that it comes first: tests/commands/test_benchmark)
         assert f"Model: {said}\n\n| file | agent |" in out, out[:300]
 
 

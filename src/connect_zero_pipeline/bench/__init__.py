@@ -4,30 +4,22 @@ Each benchmark prints one JSON line per figure with at least ``bench``,
 ``figure`` and ``value``; where a baseline is measured in the same process the
 line also has ``baseline_value`` and ``ratio``, because this machine is shared
 and absolute times drift. Benchmarks are not tests: they print, never assert.
+
+Every module of this package with a ``run(args)`` is a benchmark, found rather than
+listed: ``bench NAME`` is a click command built from it (its docstring's first line is its
+help, its ``OPTIONS`` its options besides ``--quick``), and ``bench all`` runs each.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
-import sys
+import pkgutil
 import time
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 
-# name -> "module:function"; each function takes the parsed args and yields figure dicts.
-BENCHES = {
-    "engine": "connect_zero_pipeline.bench.engine:run",
-    "solver": "connect_zero_pipeline.bench.solver:run",
-    "mcts": "connect_zero_pipeline.bench.mcts:run",
-    "train": "connect_zero_pipeline.bench.train:run",
-    "onnx": "connect_zero_pipeline.bench.onnx:run",
-    "scale": "connect_zero_pipeline.bench.scale:run",
-    "pool": "connect_zero_pipeline.bench.pool:run",
-    "selfplay": "connect_zero_pipeline.bench.selfplay:run",
-    "compile": "connect_zero_pipeline.bench.compile:run",
-    "verdicts": "connect_zero_pipeline.bench.verdicts:run",
-}
+import click
 
 
 def figure(bench: str, name: str, value: float, baseline: float | None = None, **extra) -> dict:
@@ -54,46 +46,52 @@ def best_rate(fn: Callable[[], int], repeats: int = 3, min_seconds: float = 0.5)
     return best
 
 
-def _load(name: str) -> Callable[[argparse.Namespace], Iterator[dict]]:
-    module, func = BENCHES[name].split(":")
-    return getattr(importlib.import_module(module), func)
+QUICK = click.Option(["--quick"], is_flag=True, help="Smaller sizes, for a smoke run.")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m connect_zero_pipeline bench")
-    parser.add_argument("name", choices=[*BENCHES, "all"], help="which benchmark to run")
-    parser.add_argument("--file", help="input file (solver: a Pons benchmark file)")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--model", help="selfplay: the network preset (default: tiny)")
-    parser.add_argument(
-        "--sizes", help="selfplay: batch sizes, e.g. 512,4096 (default: by --quick)"
-    )
-    parser.add_argument("--sims", help="selfplay: simulation counts, e.g. 16,64")
-    parser.add_argument(
-        "--compile",
-        default="inductor",
-        help="selfplay: the compiled cells' torch.compile backend (inductor; eager or "
-        "aot_eager trace only; off skips them)",
-    )
-    parser.add_argument(
-        "--generated",
-        action="store_true",
-        help="solver: also time generated positions of Pons' classes L2_R2 and L1_R1",
-    )
-    parser.add_argument("--moves", help="verdicts: the game to analyse (default 44533212)")
-    parser.add_argument("--nodes", type=int, help="verdicts: the node budget a column")
-    args = parser.parse_args(argv)
-    names = list(BENCHES) if args.name == "all" else [args.name]
-    for name in names:
+def _names() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
+
+
+def _emit(name: str, run: Callable[..., Iterator[dict]], options: dict) -> None:
+    for line in run(SimpleNamespace(**options)):
+        click.echo(json.dumps(line))
+
+
+def _command(name: str) -> click.Command:
+    module = importlib.import_module(f"{__name__}.{name}")
+    summary = (module.__doc__ or name).strip().split("\n\n")[0]
+    summary = summary.replace(f"``bench {name}``: ", "").replace("``", "")
+    return click.Command(name, params=[QUICK, *getattr(module, "OPTIONS", ())],
+                         callback=lambda **options: _emit(name, module.run, options),
+                         help=summary[:1].upper() + summary[1:])  # fmt: skip
+
+
+class Benches(click.Group):
+    """The benchmarks of this package (module docstring), imported when one is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*_names(), *super().list_commands(ctx)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return _command(name) if name in _names() else super().get_command(ctx, name)
+
+
+@click.group(cls=Benches)
+def bench() -> None:
+    """Benchmarks: one JSON line per figure."""
+
+
+@bench.command(name="all")
+@click.option("--quick", is_flag=True, help="Smaller sizes, for a smoke run.")
+def run_all(quick: bool) -> None:
+    """Every benchmark, each with its defaults."""
+    for name in _names():
         try:
-            fn = _load(name)
-        except ModuleNotFoundError as exc:
-            print(json.dumps({"bench": name, "error": f"not available: {exc}"}), flush=True)
+            command = _command(name)
+        except ModuleNotFoundError as exc:  # an optional extra (Ray) not installed
+            click.echo(json.dumps({"bench": name, "error": f"not available: {exc}"}))
             continue
-        for line in fn(args):
-            print(json.dumps(line), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        defaults = {p.name: p.default for p in command.params}
+        _emit(name, importlib.import_module(f"{__name__}.{name}").run,
+              {**defaults, "quick": quick})  # fmt: skip

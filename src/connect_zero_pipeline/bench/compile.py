@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Iterator
 
+import click
 import torch
 
 from ..core.bitboard import play
@@ -40,6 +41,16 @@ from ..core.models import build_model
 from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure
 from .mcts import _roots
+
+OPTIONS = [
+    click.Option(
+        ["--compile"],
+        default=None,
+        help="The torch.compile backend (default: the "
+        "recipe's, inductor; eager or aot_eager trace only).",
+    ),
+]
+"""``bench compile``'s options besides ``--quick``."""
 
 
 def run(args) -> Iterator[dict]:

@@ -49,6 +49,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import click
 import torch
 
 from ..core.bitboard import play
@@ -65,6 +66,20 @@ SYNC_OPS = ("aten::item", "aten::is_nonzero", "aten::_local_scalar_dense", "aten
 """Calls that read a device value on the host: each is a synchronisation on CUDA."""
 KERNEL_MARKS = ("cpp_fused", "triton_")
 """Profiler event names of inductor's generated kernels (CPU, CUDA)."""
+
+OPTIONS = [
+    click.Option(["--model"], help="The network preset (default: tiny)."),
+    click.Option(["--sizes"], help="Batch sizes, e.g. 512,4096 (default: by --quick)."),
+    click.Option(["--sims"], help="Simulation counts, e.g. 16,64 (default: by --quick)."),
+    click.Option(
+        ["--compile"],
+        default="inductor",
+        show_default=True,
+        help="The compiled "
+        "cells' torch.compile backend (eager or aot_eager trace only; off skips them).",
+    ),
+]
+"""``bench selfplay``'s options besides ``--quick``."""
 
 
 def count_ops(fn) -> tuple[int, int]:

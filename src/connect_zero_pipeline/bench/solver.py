@@ -42,6 +42,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import numpy as np
 
 from ..core.bitboard import moves_to_bitboards
@@ -56,6 +57,16 @@ REFERENCE_US = {"Test_L3_R1": 60.0, "Test_L2_R1": 120.0, "L2_R2": 5000.0, "L1_R1
 # Pons' classes: (stones on board lo..hi, moves left under perfect play lo..hi), inclusive.
 CLASSES = {"L2_R2": ((15, 28), (14, 27)), "L1_R1": ((1, 14), (1, 13))}
 GENERATE_MAX_NODES = 2_000_000
+
+OPTIONS = [
+    click.Option(["--file"], help="A Pons benchmark file (default: the shipped sets)."),
+    click.Option(
+        ["--generated"],
+        is_flag=True,
+        help="Also time generated positions of Pons' classes L2_R2 and L1_R1.",
+    ),
+]
+"""``bench solver``'s options besides ``--quick``."""
 
 
 def moves_left(stones: int, score: int) -> int:

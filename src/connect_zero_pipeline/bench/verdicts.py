@@ -12,14 +12,27 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import click
+
 from . import figure
 
 GAME = "44533212"
 
+OPTIONS = [
+    click.Option(["--moves"], default=GAME, show_default=True, help="The game to analyse."),
+    click.Option(
+        ["--nodes"],
+        type=click.IntRange(min=1),
+        default=None,
+        help="The node budget a column (default: the play command's).",
+    ),
+]
+"""``bench verdicts``' options besides ``--quick``."""
+
 
 def run(args) -> Iterator[dict]:
     from ..commands.board import verdict
-    from ..commands.play import SOLVER_NODES
+    from ..commands.verdicts import SOLVER_NODES
     from ..core.bitboard import moves_to_bitboards
     from ..core.solver import Solver
 

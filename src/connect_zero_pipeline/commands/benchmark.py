@@ -1,15 +1,7 @@
 """``python -m connect_zero_pipeline benchmark``: a trained agent on any file of positions.
 
-Usage::
-
-    python -m connect_zero_pipeline benchmark --file PATH [--file PATH ...]
-                                              [--model PATH | --dataset NAME]
-                                              [--sims 0,32,600] [--search puct|gumbel]
-                                              [--max-nodes N]
-                                              [--cache DIR | --cache none] [--batch-size N]
-                                              [--json]
-
-``score`` is the same command (``--sims 0`` by default: the network alone).
+Options: ``python -m connect_zero_pipeline benchmark --help`` (``--sims 0`` by default: the
+network alone).
 
 Each file holds one position per line in Pascal Pons' benchmark format,
 ``<moves> [<score>]`` (``tests/data/pons/Test_L2_R1``); only the moves are
@@ -63,100 +55,102 @@ usage error (unreadable file, no model).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TextIO
 
+import click
 import pandas as pd
 
 from ..core.pons_files import label_positions, read_pons_file
-from .model_source import CommandError, add_model_options, resolve_model, run_command
+from .model_source import CommandError, model_options, one_model, resolve_model, run_command
 
 EXIT_BAD_INPUT = 1
 
 
-def _sims(text: str) -> list[int]:
+def _sims(ctx, param, text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be comma-separated integers >= 0 like 0,32,600, got {text!r}"
-        ) from None
+        values = []
     if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(
+        raise click.BadParameter(
             f"must be comma-separated integers >= 0 like 0,32,600, got {text!r}"
         )
     return values
 
 
-def _parse_args(argv: list[str], prog: str = "benchmark") -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m connect_zero_pipeline {prog}",
-        description="Score a trained agent (the network alone and MCTS agents) on files of "
-        "positions in Pons' benchmark format, labelled by the perfect solver; a table of the "
-        "results (--json: one JSON line per file and agent).",
-    )
-    parser.add_argument(
-        "--file",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="PATH",
-        help="position file, one '<moves> [<score>]' per line (repeat for several files); "
-        "a .parquet file is a solver-labelled table (the pons_positions schema, e.g. "
-        "data/03_primary/pons_positions.parquet) and is scored as it is",
-    )
-    add_model_options(parser)
-    parser.add_argument(
-        "--max-nodes",
-        type=int,
-        default=0,
-        metavar="N",
-        help="skip a position after N search nodes (default 0: no limit)",
-    )
-    parser.add_argument(
-        "--sims",
-        type=_sims,
-        default=[0],
-        metavar="N[,N...]",
-        help="agents: 0 is the network alone, N > 0 MCTS with N simulations (default 0)",
-    )
+def _searches() -> list[str]:
     from ..core.mcts import SEARCHES
 
-    parser.add_argument(
-        "--search",
-        choices=SEARCHES,
-        default="puct",
-        help="the MCTS agents' search (default puct; gumbel: Sequential Halving, no noise)",
-    )
-    parser.add_argument(
-        "--cache",
-        default=None,
-        metavar="DIR",
-        help="persistent solver cache (default: the project's data/02_intermediate/"
-        "solver_cache inside a Kedro project; 'none': no cache)",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=4096,
-        metavar="N",
-        help="positions per network forward pass (default 4096)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON line per file and agent, with every metric, instead of the table",
-    )
-    args = parser.parse_args(argv)
-    if args.max_nodes < 0:
-        parser.error(f"--max-nodes must be >= 0, got {args.max_nodes}")
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
-    return args
+    return list(SEARCHES)
+
+
+@click.command()
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    required=True,
+    metavar="PATH",
+    help="A position file, one '<moves> [<score>]' per line (repeat for several "
+    "files); a .parquet file is a solver-labelled table (the pons_positions schema, "
+    "e.g. data/03_primary/pons_positions.parquet), scored as it is.",
+)
+@model_options
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Skip a position after N search nodes (default 0: no limit).",
+)
+@click.option(
+    "--sims",
+    default="0",
+    callback=_sims,
+    metavar="N[,N...]",
+    help="The agents: 0 is the network alone, N > 0 MCTS with N simulations (default 0).",
+)
+@click.option(
+    "--search",
+    type=click.Choice(_searches()),
+    default="puct",
+    show_default=True,
+    help="The MCTS agents' search (gumbel: Sequential Halving, no noise).",
+)
+@click.option(
+    "--cache",
+    default=None,
+    metavar="DIR",
+    help="A persistent solver cache (default: the project's data/02_intermediate/"
+    "solver_cache inside a Kedro project; 'none': no cache).",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    metavar="N",
+    help="Positions per network forward pass.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON line per file and agent, with every metric, instead of the table.",
+)
+def benchmark(**options) -> None:
+    """Score a trained agent (the network alone and MCTS agents) on files of positions in
+    Pons' benchmark format, labelled by the perfect solver: a table of the results."""
+    from . import finish
+
+    one_model(options["model"], options["dataset"])
+    args = SimpleNamespace(**{**options, "json": options.pop("as_json")})
+    finish(run_command(lambda: run(args, sys.stdout, sys.stderr)))
 
 
 LABELLED_COLUMNS = ("position", "mask", "ply", "best_score", "decisive")
@@ -187,7 +181,7 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise CommandError(str(exc)) from exc
 
 
-def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
     """Score every file; returns the exit status."""
     paths = [Path(f) for f in args.files]
     tables, errors = [], []
@@ -283,13 +277,3 @@ def _cache_dir(option: str | None) -> Path | None:
     project = project_root()
     default = PonsConfig().cache_dir
     return project / default if project is not None and default else None
-
-
-def main(argv: list[str] | None = None, prog: str = "benchmark") -> int:
-    """Entry point of ``python -m connect_zero_pipeline benchmark`` (and ``score``)."""
-    args = _parse_args(list(sys.argv[1:] if argv is None else argv), prog)
-    return run_command(lambda: run(args, sys.stdout, sys.stderr))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

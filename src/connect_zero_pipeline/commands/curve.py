@@ -17,12 +17,13 @@ and the seconds of self-play and training. The table in ``docs/results.md`` is t
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
+import click
+
 from ..naming import generation_name
+from .runs import PROJECT
 
 COLUMNS = [
     ("gen", None),
@@ -100,28 +101,21 @@ def curve_table(project: Path, run_id: str | None) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m connect_zero_pipeline curve",
-        description="Print a run's learning curve (per-generation metrics) as a Markdown table.",
-    )
-    parser.add_argument(
-        "--run", default=None, help="run id (default: the newest finished alphazero run)"
-    )
-    parser.add_argument("--project", default=".", help="project folder (default: .)")
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    project = Path(args.project)
-    run_id = args.run
+@click.command()
+@click.option("--run", "run_id", default=None, help="A run id (default: the newest finished "
+              "alphazero run).")  # fmt: skip
+@PROJECT
+def curve(run_id: str | None, project: Path) -> None:
+    """Print a run's learning curve (per-generation metrics) as a Markdown table."""
     chosen = "--run"
     if run_id is None:
         from ..run.manifest import alphazero_runs
 
-        runs = alphazero_runs(project)  # a later ladder or export run has no generations
-        run_id = runs[-1] if runs else None
+        found = alphazero_runs(project)  # a later ladder or export run has no generations
+        run_id = found[-1] if found else None
         chosen = "the newest finished alphazero run; --run <id> shows another"
-    print(run_heading(project, run_id, chosen))
-    print(curve_table(project, run_id))
-    return 0
+    click.echo(run_heading(project, run_id, chosen))
+    click.echo(curve_table(project, run_id))
 
 
 def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
@@ -145,7 +139,3 @@ def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     if start:
         parts.append(f"trained on from {start}")
     return f"Run {run_id}: {', '.join(parts)} ({chosen})\n"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

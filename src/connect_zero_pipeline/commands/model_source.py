@@ -1,4 +1,4 @@
-"""Where the project commands (``play``, ``score``) take a trained model from.
+"""Where the project commands (``play``, ``benchmark``) take a trained model from.
 
 The model is ``--model PATH`` (a checkpoint or an exported ONNX file, or a
 versioned dataset folder: its latest version), ``--model models:/NAME@ALIAS``
@@ -10,10 +10,11 @@ around the working directory without running a pipeline.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import click
 
 from ..registry import REGISTRY_PREFIX  # --model models:/connect-zero@champion
 from .interrupts import EXIT_INTERRUPTED, INTERRUPTED
@@ -229,15 +230,21 @@ def _registered(uri: str):
     return network, f"{uri} (version {version})"
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """``--model PATH | --dataset NAME`` (mutually exclusive), as :func:`resolve_model` takes them."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "--model",
-        help="the model: " + MODEL_FORMS.removeprefix("--model takes "),
-    )
-    group.add_argument(
+def model_options(command):
+    """``--model PATH | --dataset NAME``, as :func:`resolve_model` takes them (check them
+    with :func:`one_model`)."""
+    command = click.option(
         "--dataset",
         default=DEFAULT_MODEL_ENTRY,
-        help=f"catalog entry of the model, latest version (default: {DEFAULT_MODEL_ENTRY})",
-    )
+        show_default=True,
+        help="The catalog entry of the model (its latest version).",
+    )(command)
+    return click.option(
+        "--model", default=None, help="The model: " + MODEL_FORMS.removeprefix("--model takes ")
+    )(command)
+
+
+def one_model(model: str | None, dataset: str) -> None:
+    """Refuse ``--model`` with ``--dataset``: each names the model."""
+    if model is not None and dataset != DEFAULT_MODEL_ENTRY:
+        raise click.UsageError("--model and --dataset cannot be combined: each names the model")

@@ -1,11 +1,6 @@
 """``python -m connect_zero_pipeline play``: play the trained agent in the terminal or a browser.
 
-Terminal::
-
-    python -m connect_zero_pipeline play [--model PATH | --dataset NAME] [--sims N]
-                                         [--first | --second] [--moves 4453]
-
-The model is ``--model PATH`` (a model file, or a versioned dataset folder:
+Options: ``python -m connect_zero_pipeline play --help``. The model is ``--model PATH`` (a model file, or a versioned dataset folder:
 its latest version), else the latest version of the catalog entry
 ``--dataset`` (default ``latest_model``, the export pipeline's input), read
 from the Kedro project around the working directory without running a
@@ -20,241 +15,20 @@ move (and the agent's reply); a finished game offers a rematch with the colours 
 On a colour terminal the stones are coloured, the last move underlined and the winning four
 in reverse video (``NO_COLOR`` turns colours off).
 
-Browser::
-
-    python -m connect_zero_pipeline play --web [--port N] [--dir PATH]
-
-serves a play page folder on 127.0.0.1 only (default: the latest version of
-the catalog entry ``play_page``, written by ``kedro run --pipelines=export``).
-``--port 0`` picks a free port; the address is printed on the first line.
+``play --web`` serves the exported play page in a browser instead (:mod:`.page`).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import functools
-import http.server
-import socket
 import sys
-import threading
-from pathlib import Path
-from typing import ClassVar
 
-from ..tracking import LOOPBACK
+import click
+
 from . import interrupts
-from .board import SOLVER_LEGEND, Analysis, analysis, grid, verdict
-from .model_source import (
-    PRETRAINED,
-    NoVersionError,
-    add_model_options,
-    load_catalog_entry,
-    resolve_model,
-    run_command,
-)
+from .board import SOLVER_LEGEND, Analysis, analysis, grid
 from .model_source import CommandError as PlayError
-
-IDLE_TIMEOUT = 10.0
-"""Seconds the page server waits for a client: on an idle connection, and for the whole of a
-request's line and headers (a client that trickles them in is cut off too)."""
-DEFAULT_PAGE_ENTRY = "play_page"
-
-
-# ---------------------------------------------------------------------------
-# Finding the model (see .model_source) and the page
-# ---------------------------------------------------------------------------
-
-
-def resolve_page(page_dir: str | None) -> Path:
-    """The page folder to serve: ``--dir`` or the latest ``play_page`` version."""
-    if page_dir is not None:
-        folder = Path(page_dir)
-    else:
-        try:
-            folder = Path(load_catalog_entry(DEFAULT_PAGE_ENTRY))
-        except NoVersionError as exc:
-            if PRETRAINED.is_file():
-                return _pretrained_page()
-            raise PlayError(
-                f"no play page exported yet: {exc}. "
-                f"Export one with: kedro run --pipelines=export (or pass --dir PATH)"
-            ) from exc
-    if not (folder / "index.html").is_file():
-        raise PlayError(f"{folder} is not a play page folder: it has no index.html")
-    return folder
-
-
-def _pretrained_page() -> Path:
-    """A play page of the shipped pretrained model, built in a temporary folder."""
-    import shutil
-    import tempfile
-
-    from .. import web
-    from ..core.export import onnx_info
-
-    data = PRETRAINED.read_bytes()
-    folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
-    interrupts.cleanup(shutil.rmtree, folder, True)  # at exit, Ctrl-C or SIGTERM
-    try:
-        files = web.page_files(data, onnx_info(data))
-    except FileNotFoundError as exc:  # onnxruntime-web not fetched (make web)
-        raise PlayError(str(exc)) from exc
-    for name, content in files.items():
-        (folder / name).write_bytes(content)
-    print("No play page exported in this project yet: serving the shipped pretrained model "
-          "(`make run` trains and exports your own).", file=sys.stderr)  # fmt: skip
-    return folder
-
-
-# ---------------------------------------------------------------------------
-# Serving the page
-# ---------------------------------------------------------------------------
-
-
-class _PageHandler(http.server.SimpleHTTPRequestHandler):
-    """Static files with the right types for onnxruntime-web, never cached, quiet."""
-
-    extensions_map: ClassVar[dict[str, str]] = {
-        **http.server.SimpleHTTPRequestHandler.extensions_map,
-        ".wasm": "application/wasm",
-        ".mjs": "text/javascript",
-        ".js": "text/javascript",
-        ".onnx": "application/octet-stream",
-        ".json": "application/json",
-    }
-
-    solver_nodes: ClassVar[int] = 0
-    """The solver's node budget for ``/analyze`` (0: no solver: 404, the page works without)."""
-    _solver_lock = threading.Lock()  # one solver (one transposition table) for all threads
-
-    def end_headers(self) -> None:
-        self.send_header("Cache-Control", "no-cache")
-        super().end_headers()
-
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] == "/analyze":
-            self._analyze()
-            return
-        super().do_GET()
-
-    def _analyze(self) -> None:
-        """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
-        the side to move, within the node budget (:func:`solver_answer`)."""
-        from urllib.parse import parse_qs, urlsplit
-
-        from ..core.bitboard import is_terminal, moves_to_bitboards
-
-        if not self.solver_nodes:
-            self.send_error(404, "No solver behind this page")
-            return
-        moves = (parse_qs(urlsplit(self.path).query).get("moves") or [""])[0]
-        try:
-            position, mask = moves_to_bitboards(moves)
-            if is_terminal(position, mask):
-                raise ValueError("the game is over")
-        except ValueError as exc:  # the reason goes in the body: a status line is Latin-1
-            self._json(400, {"error": f"moves={moves!r}: {exc}"})
-            return
-        with self._solver_lock:
-            answer = solver_answer(position, mask, self.solver_nodes)
-        self._json(200, answer)
-
-    def _json(self, status: int, payload: dict) -> None:
-        """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
-        (never a user's text: ``http.server`` writes the status line as Latin-1)."""
-        import json
-
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def send_head(self):
-        try:
-            return super().send_head()
-        except ValueError:  # a path the filesystem cannot name (e.g. /%00)
-            self.send_error(400, "Bad request path")
-            return None
-
-    def log_message(self, format: str, *args) -> None:
-        pass
-
-    def handle_one_request(self) -> None:
-        """One request, whose line and headers must all arrive within ``timeout`` seconds:
-        the socket timeout alone restarts with every byte, so a timer cuts the connection."""
-        self._cut_off = False
-        self._deadline = threading.Timer(self.timeout, self._cut)
-        self._deadline.daemon = True
-        self._deadline.start()
-        try:
-            super().handle_one_request()
-        finally:
-            self._deadline.cancel()
-
-    def parse_request(self) -> bool:
-        ok = super().parse_request()  # the request line's fields, then the headers
-        self._deadline.cancel()  # the request is in: sending the file is not limited
-        if self._cut_off:
-            self.close_connection = True
-            return False
-        return ok
-
-    def _cut(self) -> None:
-        self._cut_off = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-
-class _PageServer(http.server.ThreadingHTTPServer):
-    request_queue_size = 128  # listen backlog (socketserver's default is 5)
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        """A client that went away (closed tab, cancelled download) is not an error."""
-        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
-
-
-def make_server(
-    directory: Path, port: int = 0, idle_timeout: float = IDLE_TIMEOUT, solver_nodes: int = 0
-) -> http.server.ThreadingHTTPServer:
-    """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port).
-
-    Idle connections, and requests whose line and headers take longer, close after
-    ``idle_timeout`` seconds; a client that disconnects is not reported, and a request
-    path that cannot name a file gets ``400`` instead of a traceback. ``/analyze`` answers
-    with the perfect solver's scores within ``solver_nodes`` nodes (0: 404).
-    """
-    handler_class = type("PageHandler", (_PageHandler,),
-                         {"timeout": idle_timeout, "solver_nodes": solver_nodes})  # fmt: skip
-    handler = functools.partial(handler_class, directory=str(directory))
-    return _PageServer((LOOPBACK, port), handler)
-
-
-def serve(directory: Path, port: int, solver_nodes: int = 0) -> int:
-    try:
-        server = make_server(directory, port, solver_nodes=solver_nodes)
-    except OSError as exc:
-        raise PlayError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from exc
-    url = f"http://{LOOPBACK}:{server.server_address[1]}/"
-    print(f"Serving the play page at {url} (from {directory}); Ctrl-C to stop", flush=True)
-    if interrupts.installed():
-        interrupts.install("Stopped.", 0)  # Ctrl-C is how a server is stopped: not an error
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:  # in-process callers, which install no handler
-        print("\nStopped.", flush=True)
-    finally:
-        server.server_close()
-    return 0
-
-
-# ---------------------------------------------------------------------------
-# Terminal game
-# ---------------------------------------------------------------------------
+from .model_source import model_options, one_model, resolve_model, run_command
+from .verdicts import SOLVER_NODES, solver_bounds
 
 
 class _Agent:
@@ -297,57 +71,6 @@ class _Agent:
             q.append(float(tree.value_sum[0, node]) / n if n > 0 else None)
         return Analysis(col, policy, float(result.root_value[0]),
                         [int(n) for n in visits[0].tolist()], q)  # fmt: skip
-
-
-SOLVER_NODES = 3_000_000
-"""The solver's default node budget a column: about 1.5 s a position at most on a 2-core
-machine (docs/play.md), where it proves the outcome of most columns from about ply 4."""
-
-
-def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, int] | None]:
-    """What the perfect solver proves of each column's score within ``max_nodes`` nodes a
-    column (:func:`..core.solver.column_bounds`); exact at once for a position of the
-    project's solver cache (the labelled sets' positions)."""
-    import numpy as np
-
-    from ..core.labelling import position_keys
-    from ..core.solver import FULL_COLUMN, column_bounds
-
-    cache = _solver_cache()
-    if cache is not None:
-        found, scores = cache.lookup(
-            position_keys(np.array([position], np.uint64), np.array([mask], np.uint64))
-        )
-        if found[0]:
-            return [None if s == FULL_COLUMN else (int(s), int(s)) for s in scores[0]]
-    return column_bounds(position, mask, max_nodes)
-
-
-@functools.lru_cache(maxsize=1)
-def _solver_cache():
-    """The project's solver cache (``pons.cache_dir``), read once; None outside a project."""
-    from ..core.labelling import SolvedCache
-    from ..params.pons import PonsConfig
-    from ..project import project_root
-
-    project, folder = project_root(), PonsConfig().cache_dir
-    if project is None or not folder or not (project / folder).is_dir():
-        return None
-    return SolvedCache(project / folder)
-
-
-def solver_answer(position: int, mask: int, max_nodes: int) -> dict:
-    """``/analyze``'s answer: per column the exact ``scores`` (null where not proved, or
-    full), the proved ``bounds`` ([low, high] or null), the ``verdicts`` as the page shows
-    them, and ``solved`` (every score exact)."""
-    bounds = solver_bounds(position, mask, max_nodes)
-    return {
-        "scores": [b[0] if b is not None and b[0] == b[1] else None for b in bounds],
-        "bounds": [list(b) if b is not None else None for b in bounds],
-        "verdicts": [verdict(b) for b in bounds],
-        "solved": all(b is None or b[0] == b[1] for b in bounds),
-        "legend": SOLVER_LEGEND,
-    }
 
 
 def _describe_model(model) -> str:
@@ -470,80 +193,79 @@ def _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out) -> st
         moves += str(thought.column + 1)
 
 
-# ---------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------
-
-
-def _non_negative_int(text: str) -> int:
+def _count(ctx, param, text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+        value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+        raise click.BadParameter(f"must be an integer >= 0, got {text!r}")
     return value
 
 
-def _port(text: str) -> int:
-    value = _non_negative_int(text)
+def _port(ctx, param, text: str) -> int:
+    value = _count(ctx, param, text)
     if value > 65535:
-        raise argparse.ArgumentTypeError(f"must be a port in [0, 65535], got {text!r}")
+        raise click.BadParameter(f"must be a port in [0, 65535], got {text!r}")
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m connect_zero_pipeline play",
-        description="Play the trained Connect-4 agent in the terminal, or serve the browser page.",
-    )
-    p.add_argument("--web", action="store_true", help="serve the exported play page on 127.0.0.1")
-    p.add_argument("--port", type=_port, default=8000, help="--web: port (0: any free one)")
-    p.add_argument("--dir", help="--web: page folder (default: latest catalog 'play_page' version)")
-    add_model_options(p)
-    p.add_argument(
-        "--sims",
-        type=_non_negative_int,
-        default=0,
-        help="MCTS simulations per move (0: raw policy)",
-    )
-    side = p.add_mutually_exclusive_group()
-    side.add_argument(
-        "--first",
-        dest="human_first",
-        action="store_true",
-        default=True,
-        help="you move first (default)",
-    )
-    side.add_argument(
-        "--second", dest="human_first", action="store_false", help="the agent moves first"
-    )
-    p.add_argument(
-        "--moves", default="", help="start from this position (Pons move string, e.g. 4453)"
-    )
-    p.add_argument(
-        "--solver-nodes",
-        type=_non_negative_int,
-        default=SOLVER_NODES,
-        metavar="N",
-        help="the perfect solver's score of every column at each agent move (the terminal, "
-        "and the page served by --web), within N nodes a column (default %(default)s; 0: none)",
-    )
-    return p  # fmt: skip
+@click.command()
+@click.option("--web", is_flag=True, help="Serve the exported play page on 127.0.0.1 instead.")
+@click.option(
+    "--port",
+    default="8000",
+    callback=_port,
+    show_default=True,
+    help="--web: the port (0: any free one).",
+)
+@click.option(
+    "--dir",
+    "page_dir",
+    default=None,
+    metavar="PATH",
+    help="--web: the page folder (default: the latest 'play_page' version).",
+)
+@model_options
+@click.option(
+    "--sims",
+    default="0",
+    callback=_count,
+    show_default=True,
+    metavar="N",
+    help="MCTS simulations per move (0: the raw policy).",
+)
+@click.option(
+    "--first/--second",
+    "human_first",
+    default=True,
+    help="You move first (the default), or the agent does.",
+)
+@click.option(
+    "--moves", default="", help="Start from this position (a Pons move string, e.g. 4453)."
+)
+@click.option(
+    "--solver-nodes",
+    default=str(SOLVER_NODES),
+    callback=_count,
+    show_default=True,
+    metavar="N",
+    help="The perfect solver's verdict on every column at each agent "
+    "move (the terminal, and the page served by --web), within N nodes a column "
+    "(0: none).",
+)
+def play(web, port, page_dir, model, dataset, sims, human_first, moves, solver_nodes) -> None:
+    """Play the trained agent in the terminal, or in the browser with --web."""
+    from . import finish
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    one_model(model, dataset)
 
     def body() -> int:
-        if args.web:
-            return serve(resolve_page(args.dir), args.port, args.solver_nodes)
-        model, description = resolve_model(args.model, args.dataset)
-        return play_terminal(model, description, args.sims, args.human_first, args.moves,
-                             args.solver_nodes)  # fmt: skip
+        if web:
+            from .page import resolve_page, serve
 
-    return run_command(body)
+            return serve(resolve_page(page_dir), port, solver_nodes)
+        network, description = resolve_model(model, dataset)
+        return play_terminal(network, description, sims, human_first, moves, solver_nodes)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    finish(run_command(body))

@@ -15,9 +15,9 @@ finished one trains further with ``make resume RUN=<id> PARAMS=alphazero.num_gen
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
+
+import click
 
 from ..naming import DEFAULT_PIPELINE, pipeline_label
 from ..run.liveness import run_status
@@ -71,17 +71,13 @@ def runs_table(project: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m connect_zero_pipeline runs",
-        description="List the project's runs: id, status (running, finished, failed, "
-        "interrupted), pipelines, generations, start and error.",
-    )
-    parser.add_argument("--project", default=".", help="project folder (default: .)")
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    print(runs_table(Path(args.project)))
-    return 0
+PROJECT = click.option("--project", default=".", show_default=True, type=click.Path(path_type=Path),
+                       help="The project folder.")  # fmt: skip
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@click.command()
+@PROJECT
+def runs(project: Path) -> None:
+    """List the project's runs: id, status (running, finished, failed, interrupted),
+    pipelines, generations, start and error."""
+    click.echo(runs_table(project))

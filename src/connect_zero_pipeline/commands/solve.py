@@ -25,42 +25,39 @@ the same way.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from types import SimpleNamespace
 from typing import TextIO
+
+import click
 
 from ..core.pons_files import MAX_LINE, split_line
 
 
-def _parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m connect_zero_pipeline solve",
-        description="Solve Connect-4 positions read from stdin, one move string per line.",
-    )
-    parser.add_argument("--weak", action="store_true", help="print only the sign of the score")
-    parser.add_argument("--analyze", action="store_true", help="print the score of every column")
-    parser.add_argument(
-        "--tt-log2",
-        type=int,
-        default=None,
-        metavar="N",
-        help="transposition table of 2**N entries of 8 bytes (10-30, default 23: 64 MiB)",
-    )
-    parser.add_argument(
-        "--max-nodes",
-        type=int,
-        default=0,
-        metavar="N",
-        help="give up on a position after N search nodes (default 0: no limit)",
-    )
-    args = parser.parse_args(argv)
-    if args.weak and args.analyze:
-        parser.error("--weak and --analyze cannot be combined")
-    if args.tt_log2 is not None and not 10 <= args.tt_log2 <= 30:
-        parser.error(f"--tt-log2 must be in [10, 30], got {args.tt_log2}")
-    if args.max_nodes < 0:
-        parser.error(f"--max-nodes must be >= 0, got {args.max_nodes}")
-    return args
+@click.command()
+@click.option("--weak", is_flag=True, help="Print only the sign of the score.")
+@click.option("--analyze", is_flag=True, help="Print the score of every column.")
+@click.option(
+    "--tt-log2",
+    type=click.IntRange(10, 30),
+    default=None,
+    metavar="N",
+    help="A transposition table of 2**N entries of 8 bytes (default 23: 64 MiB).",
+)
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Give up on a position after N search nodes (default 0: no limit).",
+)
+def solve(**options) -> None:
+    """Solve Connect-4 positions read from standard input, one move string per line."""
+    from . import finish
+
+    if options["weak"] and options["analyze"]:
+        raise click.UsageError("--weak and --analyze cannot be combined")
+    finish(run(SimpleNamespace(**options), sys.stdin, sys.stdout, sys.stderr))
 
 
 def bounded_lines(stream: TextIO, limit: int = MAX_LINE):
@@ -78,7 +75,7 @@ def bounded_lines(stream: TextIO, limit: int = MAX_LINE):
         yield "", True
 
 
-def run(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+def run(args: SimpleNamespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     """Process every line of ``stdin``; returns the exit status (0 ok, 1 some line failed)."""
     import numpy as np
 
@@ -127,13 +124,3 @@ def run(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO)
             continue
         print(f"{moves} {text}", file=stdout, flush=True)
     return status
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m connect_zero_pipeline solve``; returns the exit status."""
-    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
-    return run(args, sys.stdin, sys.stdout, sys.stderr)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

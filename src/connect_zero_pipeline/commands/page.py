@@ -1,0 +1,212 @@
+"""``play --web``: serve the exported play page on 127.0.0.1, with the solver's ``/analyze``.
+
+The page folder is ``--dir``, else the latest version of the catalog entry ``play_page``
+(written by ``kedro run --pipelines=export``), else a page of the shipped pretrained model.
+``--port 0`` picks a free port; the address is printed on the first line. ``/analyze?moves=
+4453`` answers the perfect solver's verdict on every column (:mod:`.verdicts`) within the
+server's node budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import ClassVar
+
+from ..tracking import LOOPBACK
+from . import interrupts
+from .model_source import PRETRAINED, NoVersionError, load_catalog_entry
+from .model_source import CommandError as PlayError
+from .verdicts import solver_answer
+
+IDLE_TIMEOUT = 10.0
+"""Seconds the page server waits for a client: on an idle connection, and for the whole of a
+request's line and headers (a client that trickles them in is cut off too)."""
+DEFAULT_PAGE_ENTRY = "play_page"
+
+
+def resolve_page(page_dir: str | None) -> Path:
+    """The page folder to serve: ``--dir`` or the latest ``play_page`` version."""
+    if page_dir is not None:
+        folder = Path(page_dir)
+    else:
+        try:
+            folder = Path(load_catalog_entry(DEFAULT_PAGE_ENTRY))
+        except NoVersionError as exc:
+            if PRETRAINED.is_file():
+                return _pretrained_page()
+            raise PlayError(
+                f"no play page exported yet: {exc}. "
+                f"Export one with: kedro run --pipelines=export (or pass --dir PATH)"
+            ) from exc
+    if not (folder / "index.html").is_file():
+        raise PlayError(f"{folder} is not a play page folder: it has no index.html")
+    return folder
+
+
+def _pretrained_page() -> Path:
+    """A play page of the shipped pretrained model, built in a temporary folder."""
+    import shutil
+    import tempfile
+
+    from .. import web
+    from ..core.export import onnx_info
+
+    data = PRETRAINED.read_bytes()
+    folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
+    interrupts.cleanup(shutil.rmtree, folder, True)  # at exit, Ctrl-C or SIGTERM
+    try:
+        files = web.page_files(data, onnx_info(data))
+    except FileNotFoundError as exc:  # onnxruntime-web not fetched (make web)
+        raise PlayError(str(exc)) from exc
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    print("No play page exported in this project yet: serving the shipped pretrained model "
+          "(`make run` trains and exports your own).", file=sys.stderr)  # fmt: skip
+    return folder
+
+
+class _PageHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with the right types for onnxruntime-web, never cached, quiet."""
+
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".mjs": "text/javascript",
+        ".js": "text/javascript",
+        ".onnx": "application/octet-stream",
+        ".json": "application/json",
+    }
+
+    solver_nodes: ClassVar[int] = 0
+    """The solver's node budget for ``/analyze`` (0: no solver: 404, the page works without)."""
+    _solver_lock = threading.Lock()  # one solver (one transposition table) for all threads
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] == "/analyze":
+            self._analyze()
+            return
+        super().do_GET()
+
+    def _analyze(self) -> None:
+        """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
+        the side to move, within the node budget (:func:`solver_answer`)."""
+        from urllib.parse import parse_qs, urlsplit
+
+        from ..core.bitboard import is_terminal, moves_to_bitboards
+
+        if not self.solver_nodes:
+            self.send_error(404, "No solver behind this page")
+            return
+        moves = (parse_qs(urlsplit(self.path).query).get("moves") or [""])[0]
+        try:
+            position, mask = moves_to_bitboards(moves)
+            if is_terminal(position, mask):
+                raise ValueError("the game is over")
+        except ValueError as exc:  # the reason goes in the body: a status line is Latin-1
+            self._json(400, {"error": f"moves={moves!r}: {exc}"})
+            return
+        with self._solver_lock:
+            answer = solver_answer(position, mask, self.solver_nodes)
+        self._json(200, answer)
+
+    def _json(self, status: int, payload: dict) -> None:
+        """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
+        (never a user's text: ``http.server`` writes the status line as Latin-1)."""
+        import json
+
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def send_head(self):
+        try:
+            return super().send_head()
+        except ValueError:  # a path the filesystem cannot name (e.g. /%00)
+            self.send_error(400, "Bad request path")
+            return None
+
+    def log_message(self, format: str, *args) -> None:
+        pass
+
+    def handle_one_request(self) -> None:
+        """One request, whose line and headers must all arrive within ``timeout`` seconds:
+        the socket timeout alone restarts with every byte, so a timer cuts the connection."""
+        self._cut_off = False
+        self._deadline = threading.Timer(self.timeout, self._cut)
+        self._deadline.daemon = True
+        self._deadline.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self._deadline.cancel()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()  # the request line's fields, then the headers
+        self._deadline.cancel()  # the request is in: sending the file is not limited
+        if self._cut_off:
+            self.close_connection = True
+            return False
+        return ok
+
+    def _cut(self) -> None:
+        self._cut_off = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+class _PageServer(http.server.ThreadingHTTPServer):
+    request_queue_size = 128  # listen backlog (socketserver's default is 5)
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away (closed tab, cancelled download) is not an error."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def make_server(
+    directory: Path, port: int = 0, idle_timeout: float = IDLE_TIMEOUT, solver_nodes: int = 0
+) -> http.server.ThreadingHTTPServer:
+    """A threaded HTTP server for ``directory`` on 127.0.0.1 only (``port`` 0: a free port).
+
+    Idle connections, and requests whose line and headers take longer, close after
+    ``idle_timeout`` seconds; a client that disconnects is not reported, and a request
+    path that cannot name a file gets ``400`` instead of a traceback. ``/analyze`` answers
+    with the perfect solver's scores within ``solver_nodes`` nodes (0: 404).
+    """
+    handler_class = type("PageHandler", (_PageHandler,),
+                         {"timeout": idle_timeout, "solver_nodes": solver_nodes})  # fmt: skip
+    handler = functools.partial(handler_class, directory=str(directory))
+    return _PageServer((LOOPBACK, port), handler)
+
+
+def serve(directory: Path, port: int, solver_nodes: int = 0) -> int:
+    try:
+        server = make_server(directory, port, solver_nodes=solver_nodes)
+    except OSError as exc:
+        raise PlayError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from exc
+    url = f"http://{LOOPBACK}:{server.server_address[1]}/"
+    print(f"Serving the play page at {url} (from {directory}); Ctrl-C to stop", flush=True)
+    if interrupts.installed():
+        interrupts.install("Stopped.", 0)  # Ctrl-C is how a server is stopped: not an error
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:  # in-process callers, which install no handler
+        print("\nStopped.", flush=True)
+    finally:
+        server.server_close()
+    return 0
