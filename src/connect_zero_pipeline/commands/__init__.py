@@ -21,6 +21,18 @@ class UnknownName(click.ClickException):
     exit_code = 2
 
 
+def max_nodes_option(what: str):
+    """``--max-nodes N``: the solver's node budget a position (0: no limit); ``what`` it does
+    past it ("Skip a position")."""
+    return click.option(
+        "--max-nodes",
+        type=click.IntRange(min=0),
+        default=0,
+        metavar="N",
+        help=f"{what} after N search nodes (default 0: no limit).",
+    )
+
+
 def did_you_mean(name: str, valid: list[str]) -> str:
     close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""

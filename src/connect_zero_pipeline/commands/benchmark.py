@@ -66,6 +66,7 @@ import click
 import pandas as pd
 
 from ..core.pons_files import label_positions, read_pons_file
+from . import max_nodes_option
 from .model_source import CommandError, model_options, one_model, resolve_model, run_command
 
 EXIT_BAD_INPUT = 1
@@ -101,13 +102,7 @@ def _searches() -> list[str]:
     "e.g. data/03_primary/pons_positions.parquet), scored as it is.",
 )
 @model_options
-@click.option(
-    "--max-nodes",
-    type=click.IntRange(min=0),
-    default=0,
-    metavar="N",
-    help="Skip a position after N search nodes (default 0: no limit).",
-)
+@max_nodes_option("Skip a position")
 @click.option(
     "--sims",
     default="0",

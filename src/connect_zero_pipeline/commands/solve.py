@@ -32,6 +32,7 @@ from typing import TextIO
 import click
 
 from ..core.pons_files import MAX_LINE, split_line
+from . import max_nodes_option
 
 
 @click.command()
@@ -44,13 +45,7 @@ from ..core.pons_files import MAX_LINE, split_line
     metavar="N",
     help="A transposition table of 2**N entries of 8 bytes (default 23: 64 MiB).",
 )
-@click.option(
-    "--max-nodes",
-    type=click.IntRange(min=0),
-    default=0,
-    metavar="N",
-    help="Give up on a position after N search nodes (default 0: no limit).",
-)
+@max_nodes_option("Give up on a position")
 def solve(**options) -> None:
     """Solve Connect-4 positions read from standard input, one move string per line."""
     from . import finish

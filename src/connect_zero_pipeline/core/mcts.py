@@ -26,8 +26,15 @@ the sign once per level.
 
 The slow per-node reference with the same rules is :mod:`.search_reference`.
 
-One simulation, for all games together, is three steps of :class:`_Search`
-(the shape of mctx's loop): ``select`` descends with a selection rule passed in
+The shape is mctx's: one loop (:func:`_loop`: start, ``sims`` simulations, finish) and
+thin policies around it. :func:`puct_search` (AlphaZero: root Dirichlet noise, PUCT) and
+:func:`gumbel_search` (Gumbel-Top-k at the root, Sequential Halving, the improved policy)
+each prepare their root's inputs, give the loop their selection rule and read their result
+(:func:`puct_root`; :func:`gumbel_root`, :func:`gumbel_output`); :func:`search` picks one
+by ``config.search``.
+
+One simulation, for all games together, is three steps of :class:`_Search`:
+``select`` descends with a selection rule passed in
 as a function (:func:`puct_rule`, :func:`gumbel_rule`) until the chosen edge is
 unexpanded or leads to a terminal node (a per-game "still descending" flag; at
 most 42 levels), ``expand`` makes the new node with one network call for the
@@ -448,40 +455,79 @@ def descent_bound(sim: int, bucketed: bool = False) -> int:
     return next(b for b in DESCENT_BOUNDS if b >= need) if bucketed else need
 
 
-def _start(t: _Search, state: State, evaluate_fn: EvaluateFn, noise, gumbel, schedule):
-    """The root: evaluate the live games, mix in the root noise (PUCT), expand, and fix Gumbel
-    search's root sample. Returns ``(root, legal [B, 7], live [B])``; ``root`` is a
-    :class:`GumbelRoot` for Gumbel search, else None. A finished root keeps TRASH children."""
-    cfg = t.cfg
+def _expand_root(t: _Search, state: State, evaluate_fn: EvaluateFn):
+    """Evaluate the live roots and count that as their first visit; ``(legal [B, 7], live
+    [B])``. The children stay unset: a policy may change the root's prior first."""
     t.position[:, ROOT_INDEX], t.mask[:, ROOT_INDEX] = state.position, state.mask
     t.ply[:, ROOT_INDEX] = state.ply
     finished = has_won(state.position ^ state.mask) | (state.mask == BOARD_MASK)  # (B,)
     live = ~finished
     legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
     t.evaluate(t.base + ROOT_INDEX, evaluate_fn, live, state.position, state.mask, legal)
-    root_prior = t.prior[:, ROOT_INDEX]
-    if noise is not None:
-        root_prior = (1 - cfg.dirichlet_eps) * root_prior + cfg.dirichlet_eps * (
-            noise.to(root_prior) * legal
-        )
-        t.prior[:, ROOT_INDEX] = root_prior
-    t.children[:, ROOT_INDEX] = torch.where(
-        legal, t.unvisited.unsqueeze(1), torch.where(live, t.illegal, t.trash).unsqueeze(1)
-    )
     t.expandable[:, ROOT_INDEX] = live
     t.stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
     t.stats[:, ROOT_INDEX, 1] = -t.raw_value[:, ROOT_INDEX]
-    if gumbel is None:
-        return None, legal, live
-    g_noise = gumbel.to(root_prior)
-    root_logits = root_prior.clamp_min(1e-30).log()  # (B, 7); softmax-invariant shift
-    considered, num_considered = G.top_m(g_noise, root_logits, legal, cfg.gumbel_num_actions)
-    return GumbelRoot(g_noise, root_logits, considered, num_considered, schedule), legal, live
+    return legal, live
+
+
+def _open_root(t: _Search, legal: torch.Tensor, live: torch.Tensor) -> None:
+    """The root's children: unvisited where legal; a finished root keeps TRASH children."""
+    t.children[:, ROOT_INDEX] = torch.where(
+        legal, t.unvisited.unsqueeze(1), torch.where(live, t.illegal, t.trash).unsqueeze(1)
+    )
+
+
+# -- the PUCT policy: root Dirichlet noise, PUCT everywhere, the visits as the result -------
+
+
+def puct_root(t: _Search, legal: torch.Tensor, noise: torch.Tensor | None) -> None:
+    """Mix root noise (``[B, 7]`` distributions, or None) into the root's prior with weight
+    ``dirichlet_eps``."""
+    if noise is not None:
+        eps = t.cfg.dirichlet_eps
+        root_prior = t.prior[:, ROOT_INDEX]
+        t.prior[:, ROOT_INDEX] = (1 - eps) * root_prior + eps * (noise.to(root_prior) * legal)
+
+
+# -- the Gumbel policy: Gumbel-Top-k at the root, Sequential Halving, the improved policy --
+
+
+def gumbel_root(t: _Search, legal: torch.Tensor, gumbel: torch.Tensor, schedule) -> GumbelRoot:
+    """What Gumbel search fixes at the root: its noise, logits and the Gumbel-Top-k sample."""
+    g_noise = gumbel.to(t.prior)
+    root_logits = t.prior[:, ROOT_INDEX].clamp_min(1e-30).log()  # (B, 7); a softmax shift
+    considered, num_considered = G.top_m(g_noise, root_logits, legal, t.cfg.gumbel_num_actions)
+    return GumbelRoot(g_noise, root_logits, considered, num_considered, schedule)
+
+
+def gumbel_output(t: _Search, root: GumbelRoot, legal: torch.Tensor, counts: torch.Tensor):
+    """``(improved policy [B, 7], action [B])`` from the root's visits and values."""
+    cfg = t.cfg
+    w_root = t.stats_f[t.children[:, ROOT_INDEX], 1]  # (B, 7)
+    q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
+    node = G.NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
+    policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
+    scores = G.root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
+    return policy, G.final_action(scores, root.considered, counts)
+
+
+# -- the three steps of the one loop (a policy is known by its root: GumbelRoot or None) ----
+
+
+def _start(t: _Search, state: State, evaluate_fn: EvaluateFn, noise, gumbel, schedule):
+    """The root, expanded with the policy's set-up: ``(root, legal [B, 7], live [B])``;
+    ``root`` is a :class:`GumbelRoot` for Gumbel search, else None (PUCT)."""
+    legal, live = _expand_root(t, state, evaluate_fn)
+    puct_root(t, legal, noise)
+    _open_root(t, legal, live)
+    root = None if gumbel is None else gumbel_root(t, legal, gumbel, schedule)
+    return root, legal, live
 
 
 def _simulate(t: _Search, root: GumbelRoot | None, evaluate_fn: EvaluateFn, sim, bound: int):
     """Simulation ``sim`` (an int, or a 0-d device tensor in a compiled search) for every
-    game: select (at most ``bound`` levels without host reads), expand, backup."""
+    game: select with the policy's rule (at most ``bound`` levels without host reads),
+    expand, backup."""
     select_fn = puct_rule(t) if root is None else gumbel_rule(t, root)
     cur, a, nxt, levels = t.select(select_fn, sim, bound)
     leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
@@ -490,19 +536,10 @@ def _simulate(t: _Search, root: GumbelRoot | None, evaluate_fn: EvaluateFn, sim,
 
 def _finish(t: _Search, root: GumbelRoot | None, legal: torch.Tensor, live: torch.Tensor):
     """``(visit_counts [B, 7] int32, root_value [B], policy, action)``; the last two are the
-    Gumbel search's improved policy and move (None for PUCT)."""
-    cfg = t.cfg
-    root_children = t.children[:, ROOT_INDEX]  # (B, 7)
-    counts = t.stats_f[root_children, 0] * legal  # (B, 7)
+    Gumbel policy's (None for PUCT)."""
+    counts = t.stats_f[t.children[:, ROOT_INDEX], 0] * legal  # (B, 7)
     root_value = torch.where(live, -t.stats[:, ROOT_INDEX, 1] / t.stats[:, ROOT_INDEX, 0], 0.0)
-    if root is None:
-        return counts.round().to(torch.int32), root_value, None, None
-    w_root = t.stats_f[root_children, 1]  # (B, 7)
-    q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
-    node = G.NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
-    policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
-    scores = G.root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
-    action = G.final_action(scores, root.considered, counts)
+    policy, action = (None, None) if root is None else gumbel_output(t, root, legal, counts)
     return counts.round().to(torch.int32), root_value, policy, action
 
 
@@ -558,27 +595,50 @@ def search(
         Gumbel search also the improved ``policy [B, 7]`` and the ``action [B]``.
     """
     cfg = config or MCTSConfig()
+    if cfg.search == "gumbel":
+        return gumbel_search(state, evaluate_fn, cfg, gumbel, host_sync, steps)
+    return puct_search(state, evaluate_fn, cfg, generator, root_noise, host_sync, steps)
+
+
+def puct_search(state, evaluate_fn, cfg: MCTSConfig, generator=None, root_noise=None,
+                host_sync=None, steps: Steps = EAGER) -> SearchResult:  # fmt: skip
+    """AlphaZero's search (:func:`search` with ``search: puct``): root Dirichlet noise when
+    ``dirichlet_eps > 0`` (``root_noise``, else drawn with ``generator``), PUCT selection."""
+    noise = None
+    if cfg.dirichlet_eps > 0:
+        noise = root_noise
+        if noise is None:
+            legal = legal_mask(state) & ~has_won(state.position ^ state.mask).unsqueeze(1)
+            noise = sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
+        _check_shape("root_noise", noise, state.batch_size)
+    return _loop(state, evaluate_fn, cfg, host_sync, steps, noise, None, None)
+
+
+def gumbel_search(state, evaluate_fn, cfg: MCTSConfig, gumbel=None, host_sync=None,
+                  steps: Steps = EAGER) -> SearchResult:  # fmt: skip
+    """Gumbel search (:func:`search` with ``search: gumbel``): Gumbel-Top-k root sampling
+    with ``gumbel`` noise (None: the greedy agent), Sequential Halving, the improved policy."""
+    if gumbel is None:
+        gumbel = torch.zeros(state.batch_size, WIDTH, device=state.device)
+    _check_shape("gumbel", gumbel, state.batch_size)
+    schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, state.device)  # (m+1, sims)
+    return _loop(state, evaluate_fn, cfg, host_sync, steps, None, gumbel, schedule)
+
+
+def _check_shape(name: str, noise: torch.Tensor, batch: int) -> None:
+    if noise.shape != (batch, WIDTH):
+        raise ValueError(f"{name} must be [B, 7] = [{batch}, 7], got {tuple(noise.shape)}")
+
+
+def _loop(state, evaluate_fn, cfg, host_sync, steps: Steps, noise, gumbel, schedule):
+    """The one search loop, for any policy: start, ``sims`` simulations, finish."""
     dev = state.device
-    B = state.batch_size
     if host_sync is None:
         host_sync = dev.type == "cpu" and not steps.compiled
     if host_sync and steps.compiled:
         raise ValueError("a compiled search runs without host synchronisation (host_sync=False)")
     t = _Search(state, cfg, host_sync)
-    noise = schedule = gumbel_noise = None
-    if cfg.dirichlet_eps > 0 and cfg.search == "puct":
-        noise = root_noise
-        if noise is None:
-            legal = legal_mask(state) & ~has_won(state.position ^ state.mask).unsqueeze(1)
-            noise = sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
-        if noise.shape != (B, WIDTH):
-            raise ValueError(f"root_noise must be [B, 7] = [{B}, 7], got {tuple(noise.shape)}")
-    if cfg.search == "gumbel":
-        gumbel_noise = torch.zeros(B, WIDTH, device=dev) if gumbel is None else gumbel
-        if gumbel_noise.shape != (B, WIDTH):
-            raise ValueError(f"gumbel must be [B, 7] = [{B}, 7], got {tuple(gumbel.shape)}")
-        schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, dev)  # (m + 1, sims)
-    root, legal, live = steps.start(t, state, evaluate_fn, noise, gumbel_noise, schedule)
+    root, legal, live = steps.start(t, state, evaluate_fn, noise, gumbel, schedule)
     # A compiled step takes the simulation as a device tensor (one graph for every sim; a
     # copy, since a view's storage offset would be compiled in).
     sims = torch.arange(t.N, device=dev) if steps.compiled else range(t.N)
