@@ -458,3 +458,24 @@ def test_the_move_a_search_plays_is_gumbel_s_own_choice_or_the_most_visited_colu
     assert chosen_move(puct, legal).tolist() == [2, 6]  # ties go to the lowest column
     gumbel = SimpleNamespace(action=torch.tensor([4, 0]), visit_counts=visits)
     assert chosen_move(gumbel, legal).tolist() == [4, 0]  # its own choice, not the visits
+
+
+def test_the_root_q_is_each_visited_child_s_mean_value():
+    """``Tree.root_q``, which the play command shows, against the children's own stats: the
+    mean value where a column was visited, NaN for a full column, an unvisited one and a
+    finished root."""
+    state = _mixed_batch()
+    result = search(state, pure_fn, MCTSConfig(sims=5))
+    tree, q = result.tree, result.tree.root_q()
+    checked = 0
+    for b in range(state.batch_size):
+        for c in range(WIDTH):
+            node = int(tree.local(tree.children[b, ROOT_INDEX, c]))
+            n = float(tree.visits[b, node]) if node < tree.num_nodes else 0.0
+            assert (n > 0) == (int(result.visit_counts[b, c]) > 0)
+            if n > 0:
+                assert float(q[b, c]) == pytest.approx(float(tree.value_sum[b, node]) / n)
+                checked += 1
+            else:
+                assert torch.isnan(q[b, c])
+    assert checked > 0 and torch.isnan(q[-1]).all()  # the finished game: no column

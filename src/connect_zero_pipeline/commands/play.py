@@ -62,13 +62,7 @@ class _Agent:
         result = search(state, self.evaluate_fn, self.config)
         visits = result.visit_counts.float()  # (1, 7)
         col = int(chosen_move(result, legal)[0])  # as MCTSPlayer plays
-        tree = result.tree
-        children = tree.local(tree.children[0, 0])  # (7,) the root's children
-        q: list[float | None] = []
-        for c in range(7):
-            node = int(children[c])
-            n = float(tree.visits[0, node]) if node < tree.num_nodes else 0.0
-            q.append(float(tree.value_sum[0, node]) / n if n > 0 else None)
+        q = [None if v != v else v for v in result.tree.root_q()[0].tolist()]  # NaN: unvisited
         return Analysis(col, policy, float(result.root_value[0]),
                         [int(n) for n in visits[0].tolist()], q)  # fmt: skip
 

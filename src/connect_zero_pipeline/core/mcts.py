@@ -170,6 +170,16 @@ class Tree(NamedTuple):
         """Flat indices -> per-game slot indices (``UNVISITED`` etc. are ``>= num_nodes``)."""
         return flat % (self.num_nodes + NUM_SENTINELS)
 
+    def root_q(self) -> torch.Tensor:
+        """``[B, 7]`` the root's Q per column (its mean value, side to move's view); NaN for a
+        column not visited (unvisited, full, or a finished root)."""
+        children = self.local(self.children[:, ROOT_INDEX])  # (B, 7) slots
+        real = children < self.num_nodes
+        slots = children.clamp(max=self.num_nodes - 1)
+        n = torch.where(real, self.visits.gather(1, slots), 0.0)
+        w = self.value_sum.gather(1, slots)
+        return torch.where(n > 0, w / n.clamp(min=1.0), torch.nan)
+
 
 class SearchResult(NamedTuple):
     visit_counts: torch.Tensor  # [B, 7] int32, root children visits (sum = sims; 0 if finished)
