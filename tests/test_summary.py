@@ -200,3 +200,24 @@ def test_one_parser_of_registry_uris_and_one_builder_of_ui_addresses():
         "http://127.0.0.1:5000/#/experiments/1/runs/abc?workflowType=machine_learning"
     )
     assert run_url("2", "x", port=5001).startswith("http://127.0.0.1:5001/#/experiments/2/")
+
+
+def test_kedro_mlflow_s_repeated_closing_line_is_said_once():
+    """kedro-mlflow logs "The run <id> was closed because of an error" once per entry of
+    MLflow's run stack (one per node that ran); after the project's filters, once."""
+    import logging
+
+    from connect_zero_pipeline import quiet
+
+    quiet.install()
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger = logging.getLogger(quiet.REPEATING_LOGGERS[0])
+    logger.addHandler(handler)
+    try:
+        for text in ["closed r1"] * 3 + ["closed parent", "closed r1"]:
+            logger.warning(text)
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["closed r1", "closed parent", "closed r1"]

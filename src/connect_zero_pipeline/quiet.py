@@ -58,6 +58,24 @@ class _DropContaining(logging.Filter):
         return self.text not in record.getMessage()
 
 
+class _DropRepeats(logging.Filter):
+    """Drops a record whose message is the one its logger passed just before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        repeat, self.last = message == self.last, message
+        return not repeat
+
+
+REPEATING_LOGGERS = ("kedro_mlflow.framework.hooks.mlflow_hook",)
+"""Loggers whose consecutive identical records say one thing: kedro-mlflow logs "The run
+<id> was closed because of an error in the pipeline" once per entry of MLflow's run stack
+(one per node that ran)."""
+
 QUIET_ENVIRONMENT = {
     # mlflow draws a tqdm bar for every artifact download (a registered model before a game).
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
@@ -81,3 +99,7 @@ def install() -> None:
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
     for name, text in KNOWN_LOG_RECORDS:
         drop_log_records(name, [text])
+    for name in REPEATING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropRepeats) for f in logger.filters):
+            logger.addFilter(_DropRepeats())

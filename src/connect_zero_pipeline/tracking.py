@@ -120,12 +120,19 @@ def relocate(db: Path, experiment: str, artifacts: Path) -> int:
         con.close()
 
 
-_store: Path | None = None  # the sqlite file prepare_store last checked, for store_help
+def _store_name(db: Path | None = None) -> str:
+    """The store's file: ``db``, else the sqlite file of MLflow's tracking URI (which
+    kedro-mlflow sets for the run), else ``mlflow.db``."""
+    if db is None:
+        import mlflow
+
+        db = sqlite_path(mlflow.get_tracking_uri())
+    return str(db or "mlflow.db")
 
 
 def store_help(problem: str, db: Path | None = None, detail: str = "") -> str:
     """One paragraph on a store that is ``"locked"`` or ``"read-only"``: the file, what to do."""
-    name = str(db or _store or "mlflow.db")
+    name = _store_name(db)
     if problem == "locked":
         return (
             f"The MLflow store {name} is locked: another process held a write lock on it for "
@@ -159,7 +166,7 @@ def store_line(error: BaseException) -> str | None:
     problem = store_problem(error)
     if problem is None:
         return None
-    name = str(_store or "mlflow.db")
+    name = _store_name()
     if problem == "locked":
         return f"the MLflow store {name} is locked by another process"
     return f"the MLflow store {name} cannot be written (read-only)"
@@ -210,8 +217,6 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
     artifacts_dir = Path(artifacts) if artifacts else Path(ARTIFACTS)
     if not artifacts_dir.is_absolute():
         artifacts_dir = root / artifacts_dir
-    global _store
-    _store = db
     check_writable(db)
     with store_lock(db.parent):
         from mlflow.tracking import MlflowClient
