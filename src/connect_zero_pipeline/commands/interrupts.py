@@ -17,7 +17,7 @@ writes the message and ends the process with ``os._exit``, raising nothing. Work
 processes die with it (``executors.local.die_with_parent``). :class:`LineReader` waits on
 stdin and on the signal wake-up descriptor together, so a signal at any moment wakes it.
 
-Code that calls a command's ``main`` in-process (tests, notebooks) does not install the
+Code that runs a command in-process (``commands.invoke``: tests, notebooks) does not install the
 handler: there ``KeyboardInterrupt`` is raised as usual and ``run_command`` turns it into
 the same message and status.
 """

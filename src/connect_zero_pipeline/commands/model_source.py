@@ -49,7 +49,7 @@ def run_command(body: Callable[[], int]) -> int:
     """Run a command's body; a :class:`CommandError` prints ``error: ...`` (exit 2).
 
     Ctrl-C prints ``Interrupted.`` and exits 130: in a command process through
-    :mod:`.interrupts`, in-process (a test calling ``main``) through ``KeyboardInterrupt``.
+    :mod:`.interrupts`, in-process (``commands.invoke``) through ``KeyboardInterrupt``.
     """
     try:
         return body()

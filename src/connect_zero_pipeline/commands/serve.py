@@ -1,11 +1,8 @@
 """``make mlflow`` and ``make viz``: a UI server whose address is the last thing printed.
 
-Usage::
-
-    python -m connect_zero_pipeline.commands.serve mlflow PORT
-    python -m connect_zero_pipeline.commands.serve viz PORT
-
-Before anything starts, a port another program holds is an error that names it (exit 2).
+``python -m connect_zero_pipeline.commands.serve {mlflow,viz} PORT`` (a click command of
+its own: ``mlflow`` and ``viz`` are already kedro-mlflow's and kedro-viz's ``kedro``
+commands, so it is not one of the project's group). Before anything starts, a port another program holds is an error that names it (exit 2).
 The server then starts with the library deprecation warnings that say nothing to a user
 turned off (:data:`QUIET_WARNINGS`); once it answers, the addresses to open are printed,
 last. Ctrl-C stops it quietly (exit 0).
@@ -20,6 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import click
 
 from ..tracking import LOOPBACK, ui_base
 
@@ -118,16 +117,16 @@ def _stop(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] not in ("mlflow", "viz") or not args[1].isdigit():
-        print("usage: python -m connect_zero_pipeline.commands.serve {mlflow,viz} PORT",
-              file=sys.stderr)  # fmt: skip
-        return 2
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("ui", type=click.Choice(["mlflow", "viz"]))
+@click.argument("port", type=click.IntRange(0, 65535))
+def serve_ui(ui: str, port: int) -> None:
+    """Start the MLflow UI or kedro-viz for the project around this folder; its addresses
+    are printed last."""
     from ..project import project_root
 
-    return serve(args[0], int(args[1]), project_root() or Path.cwd())
+    click.get_current_context().exit(serve(ui, port, project_root() or Path.cwd()))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    serve_ui(prog_name="python -m connect_zero_pipeline.commands.serve")
