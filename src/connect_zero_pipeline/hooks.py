@@ -163,12 +163,11 @@ class GenerationRunsHook:
             if parse_step(node.namespace):
                 self._pending.setdefault(node.namespace, set()).add(node.name)
         self._life.opened(self._parent)
-        run = self._life.context
-        manifest = (run.manifest if run is not None else None) or {}
-        if run is not None:  # kedro-mlflow tagged the session id; the run's id is this
-            self._client.set_tag(self._parent, "run_id", run.run_id)
-        name = parent_run_name(run_params, list(self._pending), run.params if run else {},
-                               run.run_id if run else None, manifest)  # fmt: skip
+        run = self._life.context  # planned, its manifest written (RunLife runs first)
+        manifest = run.manifest
+        # kedro-mlflow tagged the session id; the run's id is this
+        self._client.set_tag(self._parent, "run_id", run.run_id)
+        name = parent_run_name(run_params, list(self._pending), run.params, run.run_id, manifest)
         self._client.set_tag(self._parent, "mlflow.runName", name)
         extended = manifest.get("extended")
         if extended:  # trained further: how many generations each extension added

@@ -307,7 +307,7 @@ class RunSummaryHook:
         """What the run started from and that generation's evaluation metrics (read from its
         metrics file; none if that run's files are not in this project)."""
         run = self._life.context
-        start = (run.manifest or {}).get("start_from") if run is not None else None
+        start = run.manifest.get("start_from")
         if not start:
             return None
         from .commands.curve import generation_metrics
@@ -323,7 +323,7 @@ class RunSummaryHook:
         from .tracking import run_url
 
         run = self._life.context
-        manifest = (run.manifest if run is not None else None) or {}
+        manifest = run.manifest  # planned and written before the first node (RunLife)
 
         outputs = pipeline.all_outputs()
         paths = {}
@@ -339,7 +339,7 @@ class RunSummaryHook:
         is_alphazero = generation is not None and parse_step(generation[0])[0] == GENERATION
         text = render(
             pipeline=pipeline_label(run_params.get("pipeline_names")),
-            run_id=run.run_id if run is not None else None,
+            run_id=run.run_id,
             wall_seconds=time.perf_counter() - self._start,
             generation=generation,
             paths=paths,
@@ -348,7 +348,7 @@ class RunSummaryHook:
             registered=registered_version(client, self._mlflow_run_id)
             if client is not None and "onnx_model_mlflow" in outputs
             else None,
-            recipe_changes=recipe_changes(run.params if run else {}) if is_alphazero else None,
+            recipe_changes=recipe_changes(run.params) if is_alphazero else None,
             ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
             extended=manifest.get("extended"),
             earlier_seconds=manifest.get("wall_seconds") or 0.0,

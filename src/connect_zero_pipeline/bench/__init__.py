@@ -53,7 +53,7 @@ def _names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
 
 
-def _emit(name: str, run: Callable[..., Iterator[dict]], options: dict) -> None:
+def _emit(run: Callable[..., Iterator[dict]], options: dict) -> None:
     for line in run(SimpleNamespace(**options)):
         click.echo(json.dumps(line))
 
@@ -63,7 +63,7 @@ def _command(name: str) -> click.Command:
     summary = (module.__doc__ or name).strip().split("\n\n")[0]
     summary = summary.replace(f"``bench {name}``: ", "").replace("``", "")
     return click.Command(name, params=[QUICK, *getattr(module, "OPTIONS", ())],
-                         callback=lambda **options: _emit(name, module.run, options),
+                         callback=lambda **options: _emit(module.run, options),
                          help=summary[:1].upper() + summary[1:])  # fmt: skip
 
 
@@ -92,6 +92,4 @@ def run_all(quick: bool) -> None:
         except ModuleNotFoundError as exc:  # an optional extra (Ray) not installed
             click.echo(json.dumps({"bench": name, "error": f"not available: {exc}"}))
             continue
-        defaults = {p.name: p.default for p in command.params}
-        _emit(name, importlib.import_module(f"{__name__}.{name}").run,
-              {**defaults, "quick": quick})  # fmt: skip
+        command.callback(**{**{p.name: p.default for p in command.params}, "quick": quick})

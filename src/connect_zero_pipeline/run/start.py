@@ -123,9 +123,9 @@ def games_window(start: dict[str, Any], size: int, games: Iterable[str]) -> list
     return [[k, found[k]] for k in wanted]
 
 
-def start_point(root: Path, ref: str, window: int, recorded: dict[str, Any] | None = None):
+def start_point(root: Path, ref: str, window: int, kept: dict[str, Any] | None = None):
     """What the catalog entry ``start_point`` holds for a run from ``ref`` (``{}`` without
-    one): :func:`resolve`'s answer (or ``recorded``, a resumed run's), with ``games``, its
+    one): :func:`resolve`'s answer (or ``kept``, what a resumed run's manifest recorded), with ``games``, its
     replay window of ``window`` generations (none for 0). Each catalog view is listed once.
 
     Raises:
@@ -134,10 +134,7 @@ def start_point(root: Path, ref: str, window: int, recorded: dict[str, Any] | No
     if not ref:
         return {}
     models = partitions(root, "model_files")
-    if recorded:
-        start = {**recorded, "model": model_partition(recorded, models)}
-    else:
-        start = resolve(root, ref, models)
+    start = {**kept, "model": model_partition(kept, models)} if kept else resolve(root, ref, models)
     games = partitions(root, "games_files") if window else []
     return {**start, "games": games_window(start, window, games) if window else []}
 
