@@ -7,6 +7,7 @@ import functools
 
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from connect_zero_pipeline.bench.selfplay import count_ops
 from connect_zero_pipeline.core.bitboard import (
@@ -356,7 +357,7 @@ def test_mcts_player_wins_and_accepts_a_model():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_matches_cpu():
+def test_cuda_matches_cpu_and_its_device_path_never_synchronises():
     state = random_positions(8, 20, seed=2)
     cuda_state = State(*(x.cuda() for x in state))
 
@@ -367,6 +368,22 @@ def test_cuda_matches_cpu():
     cpu = search(state, pure_fn, MCTSConfig(sims=30))
     gpu = search(cuda_state, cuda_fn, MCTSConfig(sims=30))
     assert torch.equal(cpu.visit_counts, gpu.visit_counts.cpu())
+    weights = _W.cuda()
+
+    def on_gpu(boards):  # pure_fn on the GPU: no copy to the host
+        s = boards.long() * weights
+        return s.sum(1).float() / 8.0, torch.tanh(s.sum((1, 2)).float() / 40.0)
+
+    for kind in ("puct", "gumbel"):
+        cfg = MCTSConfig(sims=16, search=kind)
+        search(cuda_state, on_gpu, cfg, host_sync=False)  # warm-up: cached tables, kernels
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")  # any synchronising call raises
+        try:
+            result = search(cuda_state, on_gpu, cfg, host_sync=False)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        assert torch.equal(result.visit_counts.cpu(), search(state, pure_fn, cfg).visit_counts)
 
 
 def test_torch_evaluate_fn_runs_in_eval_mode():
@@ -406,7 +423,24 @@ def test_terminal_leaves_get_exact_values_and_no_network_call():
 
 
 def host_syncs(fn) -> int:
-    return count_ops(fn)[0]
+    """Host reads of ``fn()``: the CPU's own (``item``, ``nonzero``: torch.profiler), plus
+    each Python number assigned into a tensor by indexing, which on CUDA only becomes a CPU
+    tensor that the copy reads on the host (torch's ``__setitem__`` makes the number's
+    tensor on the CPU for a CUDA tensor)."""
+    with _NumberWrites() as writes:
+        syncs = count_ops(fn)[0]
+    return syncs + writes.count
+
+
+class _NumberWrites(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__setitem__ and not isinstance(args[2], torch.Tensor):
+            self.count += 1
+        return func(*args, **(kwargs or {}))
 
 
 def _mixed_batch() -> State:

@@ -48,6 +48,7 @@ from connect_zero_pipeline.executors.ray import (
     ray_chunk_runner,
     ray_self_play,
 )
+from connect_zero_pipeline.executors.settings import NodeSettings
 from connect_zero_pipeline.params.schema import parse_section
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from connect_zero_pipeline.pipelines.selfplay import nodes as selfplay_nodes
@@ -59,6 +60,11 @@ from tests.helpers import selfplay_config
 RAY = Path(sys.executable).with_name("ray")
 TINY = selfplay_config(num_games=6, sims=4, moves_per_gen=20, temp_cutoff=4, seed=11)
 GENERATION = 3
+
+
+def on_ray(**options) -> NodeSettings:
+    """A stage's node settings on the Ray executor with these :class:`RayOptions`."""
+    return NodeSettings(executor="ray", ray=RayOptions(**options))
 
 
 def _free_port() -> int:
@@ -141,9 +147,7 @@ def assert_same_games(got: pd.DataFrame, expected: pd.DataFrame) -> None:
 
 def test_sharded_selfplay_on_ray_equals_local(ray_address, tiny_model, local_table):
     seen = []
-    with RaySelfPlayPool(
-        tiny_model, RayOptions(address=ray_address), num_games=TINY.num_games
-    ) as pool:
+    with RaySelfPlayPool(tiny_model, on_ray(address=ray_address), num_games=TINY.num_games) as pool:
         assert pool.num_actors == 2  # one per CPU of the cluster
         assert {r["device"] for r in pool.wait_ready()} == {"cpu"}
         for num_shards in (1, 2, 4, TINY.num_games):
@@ -177,7 +181,7 @@ def _crash_once_worker(marker: Path):
                 num_shards=num_shards,
                 progress=progress,
             )
-            return pa.Table.from_pandas(table, preserve_index=False)
+            return pa.Table.from_pandas(table, preserve_index=False), {}
 
     return CrashOnceWorker
 
@@ -186,7 +190,7 @@ def test_an_actor_killed_mid_shard_is_restarted_without_lost_or_doubled_rows(
     ray_address, tiny_model, local_table, tmp_path
 ):
     marker = tmp_path / "crashed"
-    options = RayOptions(address=ray_address, num_shards=2, max_retries=2)
+    options = on_ray(address=ray_address, num_shards=2, max_retries=2)
     with RaySelfPlayPool(tiny_model, options, _worker_cls=_crash_once_worker(marker)) as pool:
         got = pool.play(TINY, GENERATION)
         pids = {r["pid"] for r in pool.wait_ready()}
@@ -196,7 +200,7 @@ def test_an_actor_killed_mid_shard_is_restarted_without_lost_or_doubled_rows(
 
 
 def test_a_shard_that_keeps_failing_names_the_shard(ray_address, tiny_model, tmp_path):
-    options = RayOptions(address=ray_address, num_shards=2, max_retries=0)
+    options = on_ray(address=ray_address, num_shards=2, max_retries=0)
     with (
         RaySelfPlayPool(
             tiny_model, options, _worker_cls=_crash_once_worker(tmp_path / "m")
@@ -204,6 +208,27 @@ def test_a_shard_that_keeps_failing_names_the_shard(ray_address, tiny_model, tmp
         pytest.raises(RuntimeError, match=r"shard 1 of 2 \(slots 3-5"),
     ):
         pool.play(TINY, GENERATION)
+
+
+def test_every_node_setting_reaches_the_actors_search(ray_address, tiny_model):
+    # compile and backend together are refused by self_play itself, inside the actor: the
+    # error comes back only if both reached the shard's self_play call.
+    node = dataclasses.replace(on_ray(address=ray_address, num_shards=1, max_retries=0),
+                               backend="onnxruntime", compile="on")  # fmt: skip
+    with (
+        RaySelfPlayPool(tiny_model, node, num_games=TINY.num_games) as pool,
+        pytest.raises(
+            RuntimeError,
+            match=r"compile 'on' runs the network with torch, but "
+            r"backend is 'onnxruntime'",
+        ),  # fmt: skip
+    ):
+        pool.play(TINY, GENERATION)
+    # device: an actor with no GPU refuses a node that asks for CUDA, by name.
+    node = dataclasses.replace(on_ray(address=ray_address, max_retries=0), device="cuda")
+    no_gpu = r"node.device is 'cuda', but this Ray actor has no GPU"
+    with pytest.raises(Exception, match=no_gpu), RaySelfPlayPool(tiny_model, node) as pool:
+        pool.wait_ready()
 
 
 def _latest(project: Path, relpath: str) -> Path:
@@ -319,7 +344,7 @@ def test_pons_labelling_node_with_executor_ray(ray_address, late_positions, tmp_
 def test_an_unreachable_address_fails_fast_naming_it(address, tiny_model):
     start = time.perf_counter()
     with pytest.raises(RayClusterUnreachable, match=address):
-        ray_self_play(TINY, tiny_model, options=RayOptions(address=address))
+        ray_self_play(TINY, tiny_model, node=on_ray(address=address))
     with pytest.raises(RayClusterUnreachable, match=address):
         ray_chunk_runner(address)
     params = {"node": {"executor": "ray", "ray": {"address": address}, "device": "cpu"}}
@@ -413,4 +438,4 @@ def test_local_executor_needs_no_options_and_the_module_needs_no_ray():
 
 def test_gpus_the_cluster_lacks_are_a_clear_error(ray_address, tiny_model):
     with pytest.raises(ValueError, match=r"num_gpus=1.*0 GPUs"):
-        RaySelfPlayPool(tiny_model, RayOptions(address=ray_address, num_gpus=1))
+        RaySelfPlayPool(tiny_model, on_ray(address=ray_address, num_gpus=1))

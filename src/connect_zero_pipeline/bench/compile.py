@@ -62,7 +62,7 @@ def run(args) -> Iterator[dict]:
     device = resolve_device("auto")
     recipe_device = torch.device("cpu" if selfplay.node.device == "auto" else "cuda")
     batch = math.ceil(selfplay.num_games / selfplay.node.local_workers(recipe_device))
-    backend = getattr(args, "compile", None) or compile_backend("on", device)
+    backend = getattr(args, "compile", None) or compile_backend("on")
     if device.type == "cpu":
         torch.set_num_threads(selfplay.node.num_threads or DEFAULT_NUM_THREADS)
     torch.manual_seed(0)

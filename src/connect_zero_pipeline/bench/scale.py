@@ -49,6 +49,7 @@ from ..core.inference import make_evaluate_fn
 from ..core.models import build_model
 from ..core.selfplay import DEFAULT_NUM_THREADS, SEARCH, SelfPlayConfig, merge_shards, self_play
 from ..executors.ray import RayOptions, RaySelfPlayPool
+from ..executors.settings import NodeSettings
 from . import figure
 
 _PROC_EVALUATE_FN = None
@@ -96,7 +97,9 @@ def run(args) -> Iterator[dict]:
         initializer=_proc_init,
         initargs=(checkpoint_dict(model), backend),
     )
-    pool = RaySelfPlayPool(model, options, num_threads=DEFAULT_NUM_THREADS, backend=backend)
+    node = NodeSettings(executor="ray", ray=options, num_threads=DEFAULT_NUM_THREADS,
+                        backend=backend)  # fmt: skip
+    pool = RaySelfPlayPool(model, node)
     with procs, pool:
         if pool.num_actors < 2:
             raise RuntimeError(f"bench scale needs a cluster with 2 CPUs, got {pool.num_actors}")

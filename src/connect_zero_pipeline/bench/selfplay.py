@@ -19,7 +19,7 @@ Figures per cell, from one timed move after a warm-up move (a move at B = 16384
 takes a minute on two cores): ``positions_per_s`` (games moved per second),
 ``evals_per_s`` (boards through the network per second), ``host_syncs_per_move`` and
 ``aten_ops_per_move`` (counted with ``torch.profiler`` on a third move: the calls of
-``aten::item``, ``aten::is_nonzero``, ``aten::_local_scalar_dense`` and
+``aten::_local_scalar_dense`` (what ``item``, ``bool`` and ``int`` of a tensor call) and
 ``aten::nonzero``, each a device-to-host synchronisation on CUDA; and every ``aten::``
 op, a proxy for kernel launches), and ``bytes_per_slot`` (peak CUDA memory of the move
 per game on a GPU, the search tree's tensors per game on the CPU).
@@ -62,8 +62,9 @@ from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure
 from .mcts import _roots
 
-SYNC_OPS = ("aten::item", "aten::is_nonzero", "aten::_local_scalar_dense", "aten::nonzero")
-"""Calls that read a device value on the host: each is a synchronisation on CUDA."""
+SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
+"""Calls that read a device value on the host: each is a synchronisation on CUDA (``item``,
+``is_nonzero`` and ``bool`` all end in ``_local_scalar_dense``: counted once)."""
 KERNEL_MARKS = ("cpp_fused", "triton_")
 """Profiler event names of inductor's generated kernels (CPU, CUDA)."""
 

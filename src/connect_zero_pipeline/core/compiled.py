@@ -6,13 +6,12 @@ move. :class:`CompiledSearch` runs its three steps (:data:`~.mcts.Steps`) compil
 
 - ``start``: the root's network call, noise and Gumbel sample: one graph;
 - ``simulate``: one whole simulation (select, expand with its network call, backup) per
-  graph call. The simulation number is a device tensor and the descent bound is rounded
-  up to one of :data:`~.mcts.DESCENT_BOUNDS`, so a search of any ``sims`` compiles at most
-  8 simulation graphs (the compile time is bounded in ``sims``: past 33 simulations no
-  new graph) and calls them ``sims`` times;
+  graph call. The simulation number is a device tensor and the descent one rolled loop
+  (torch's ``while_loop``) whose bound is a CPU tensor, so one simulation graph serves
+  every simulation of a search of any ``sims``;
 - ``finish``: the root's visit counts, value, improved policy and move: one graph.
 
-So a move is ``sims + 2`` graph calls. On CUDA the whole move is then captured once as a
+So a search compiles :data:`GRAPHS` graphs and a move is ``sims + 2`` graph calls. On CUDA the whole move is then captured once as a
 CUDA graph (:class:`_Captured`) and each later move is one graph replay.
 
 No recompilation per move, per generation or per shard: the compiled functions are made
@@ -20,8 +19,12 @@ once per process (:func:`_compiled`), the tree's tensors are graph inputs, and t
 network is one module per architecture and device (:func:`network`) whose weights are
 copied in place for each new model. Graph breaks are errors (``fullgraph=True``).
 
-Every figure of what a move costs is counted here (:class:`Counters`): graph calls and
-graph replays per move. ``bench selfplay`` reads them.
+Inductor keeps what it compiled in an on-disk cache (:func:`use_cache`: the project's
+``.cache/torch_compile`` by default, ``node.compile_cache``), so a later process on the same
+machine loads the graphs instead of compiling them.
+
+Every figure of what a move costs is counted here (:class:`Counters`): graph calls, graph
+replays and the seconds spent compiling. ``bench selfplay`` and self-play's metrics read them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -44,25 +49,28 @@ from .mcts import MCTSConfig, SearchResult
 log = logging.getLogger(__name__)
 
 COMPILE = ("auto", "on", "off", "eager", "aot_eager")
-"""The ``node.compile`` setting: ``on`` compiles with inductor (fused generated kernels),
-``auto`` on CUDA only (on the CPU a whole default generation measured 2x slower compiled
-than eager: docs/benchmarks.md), ``off`` never. ``eager`` and ``aot_eager`` trace the same graphs
-without generating code (torch.compile's debugging backends: every graph break or
-recompilation shows, in seconds instead of minutes; no speed-up)."""
+"""The ``node.compile`` setting: ``on`` compiles with inductor (fused generated kernels, for
+long runs: the first compile on a machine takes minutes, later runs load inductor's cache),
+``off`` never, ``auto`` (the default) never either: no cold compile on a run's critical path
+(on an H100 the eager host-sync search ran at once where the compile kept the GPU idle for
+minutes; on the CPU a whole default generation measured 2x slower compiled: docs/gpu.md,
+docs/benchmarks.md). ``eager`` and ``aot_eager`` trace the same graphs without generating
+code (torch.compile's debugging backends: every graph break or recompilation shows, in
+seconds; no speed-up)."""
+GRAPHS = 3
+"""Graphs one compiled search is made of: ``start``, ``simulate`` and ``finish``."""
 RECOMPILE_LIMIT = 64
 """Graphs one compiled step may hold (torch's default, 8, is one search's simulation
 bounds; a benchmark of several batch sizes needs more). Past it a step fails loudly
 instead of falling back to eager ops."""
 
 
-def compile_backend(setting: str, device: torch.device) -> str | None:
-    """The ``torch.compile`` backend that ``node.compile`` (:data:`COMPILE`) means on
-    ``device``, or None for the eager search."""
+def compile_backend(setting: str) -> str | None:
+    """The ``torch.compile`` backend that ``node.compile`` (:data:`COMPILE`) means, or None
+    for the eager search."""
     if setting not in COMPILE:
         raise ValueError(f"compile must be one of {COMPILE}, got {setting!r}")
-    if setting == "auto":
-        return "inductor" if device.type == "cuda" else None
-    return {"on": "inductor", "off": None}.get(setting, setting)
+    return {"on": "inductor", "off": None, "auto": None}.get(setting, setting)
 
 
 def compile_setting(backend: str) -> str:
@@ -87,6 +95,22 @@ class Counters:
     replays: int = 0
     """CUDA graph replays (a captured move)."""
     moves: int = 0
+    compile_seconds: float = 0.0
+    """Wall time of the step calls that compiled a graph (or loaded it from the cache)."""
+    graphs_compiled: int = 0
+
+
+def use_cache(folder: str | os.PathLike | None) -> str:
+    """Keep inductor's on-disk cache (its FX graphs and generated kernels; Triton's on CUDA)
+    in ``folder`` from now on, created if missing; None keeps ``TORCHINDUCTOR_CACHE_DIR`` or
+    torch's default (a temporary folder). Returns the folder in use."""
+    if folder is not None:
+        path = os.path.abspath(folder)
+        os.makedirs(path, exist_ok=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = path  # the one setting inductor reads
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return cache_dir()
 
 
 @cache
@@ -102,13 +126,20 @@ def compiled_steps(backend: str = "inductor", counters: Counters | None = None) 
     counters = counters if counters is not None else Counters()
     fns = [_compiled(f, backend, None) for f in (mcts._start, mcts._simulate, mcts._finish)]
 
+    from torch._dynamo.utils import counters as dynamo
+
     def counted(fn):
         def call(*args):
             counters.graph_calls += 1
+            graphs, start = dynamo["stats"]["unique_graphs"], time.perf_counter()
             with torch._dynamo.config.patch(
                 recompile_limit=RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True
             ):
-                return fn(*args)
+                out = fn(*args)
+            if dynamo["stats"]["unique_graphs"] > graphs:  # this call compiled a graph
+                counters.compile_seconds += time.perf_counter() - start
+                counters.graphs_compiled += dynamo["stats"]["unique_graphs"] - graphs
+            return out
 
         return call
 
@@ -134,6 +165,7 @@ class CompiledSearch:
         self.counters = Counters()
         self.steps = compiled_steps(backend, self.counters)
         self._captured: dict[tuple, _Captured] = {}
+        self._shapes: set[tuple] = set()
 
     def __call__(
         self,
@@ -144,6 +176,15 @@ class CompiledSearch:
     ) -> SearchResult:
         """As :func:`~.mcts.search` with ``host_sync=False``; noise is given, never drawn."""
         self.counters.moves += 1
+        shape = (state.batch_size, state.device.type)
+        if shape not in self._shapes:
+            self._shapes.add(shape)
+            if self.backend == "inductor":
+                log.info(
+                    "Compiling the search for %d games on %s: %d graphs with inductor, cached "
+                    "in %s (the first time on a machine takes minutes; later runs load them)",
+                    state.batch_size, state.device.type, GRAPHS, use_cache(None),
+                )  # fmt: skip
         capture = self.cuda_graph
         if capture is None:
             capture = state.device.type == "cuda" and self.backend == "inductor"

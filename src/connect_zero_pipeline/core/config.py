@@ -219,6 +219,21 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 
 @contextmanager
+def tensor_cores(device: torch.device | str):
+    """Run a block with float32 matrix products on tensor cores on CUDA (TF32:
+    ``torch.set_float32_matmul_precision("high")``, then restored); unchanged elsewhere."""
+    if torch.device(device).type != "cuda":
+        yield
+        return
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+@contextmanager
 def torch_threads(num_threads: int | None):
     """Run a block with ``torch.set_num_threads(num_threads)`` (``None`` or 0: unchanged), then
     restore."""

@@ -38,10 +38,11 @@ One simulation, for all games together, is three steps of :class:`_Search`:
 as a function (:func:`puct_rule`, :func:`gumbel_rule`) until the chosen edge is
 unexpanded or leads to a terminal node (a per-game "still descending" flag; at
 most 42 levels), ``expand`` makes the new node with one network call for the
-batch, ``backup`` adds the leaf's value up to the root. ``host_sync`` (on the
-CPU by default) lets the loop read device values to stop early and evaluate
-only the leaves that need the network; without it the loop has no host
-synchronisation and fixed shapes (see :class:`_Search`). Terminal leaves get their exact
+batch, ``backup`` adds the leaf's value to every node of the descent's path in one
+scatter. ``host_sync`` (the eager search's default, on any device: measured faster on
+the CPU and on an H100, docs/gpu.md) lets the loop read device values to stop early and
+evaluate only the leaves that need the network; without it (a compiled search) the loop
+has no host synchronisation and fixed shapes (see :class:`_Search`). Terminal leaves get their exact
 value and no network call: draw 0, loss ``-win_value(ply, win_decay)`` for the
 side to move (``-1`` when ``win_decay`` is 0; quicker wins are worth more otherwise).
 
@@ -56,9 +57,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import torch
+from torch._higher_order_ops.while_loop import while_loop
 
 from . import gumbel as G
 from .bitboard import (
@@ -267,7 +270,8 @@ class Level(NamedTuple):
     """One level of the descent as a selection rule sees it: a row per game."""
 
     node: torch.Tensor  # [B] flat index of each game's current node
-    depth: int  # levels descended so far (0: every game is at its root)
+    depth: int | None  # levels descended so far (0: every game is at its root; None: a
+    # rolled loop's level, unknown to the host)
     sim: int | torch.Tensor  # the simulation, 1..sims (a 0-d tensor in a compiled search)
     children: torch.Tensor  # [B, 7] flat child indices
     q: torch.Tensor  # [B, 7] children's mean values, node's view (-inf illegal, 0 unvisited)
@@ -283,13 +287,13 @@ class _Search:
 
     ``host_sync``: the host may read device values inside the loop, to stop the
     descent as soon as every game has stopped and to evaluate only the leaves that
-    need the network (compacted rows). Without it (the default off the CPU, where
-    each read is a device-to-host synchronisation) the descent runs a bound the host
+    need the network (compacted rows). Without it (a compiled search, where each read
+    would be a device-to-host synchronisation) the descent runs a bound the host
     knows, ``min(sim - 1, 42)`` levels (no node is deeper before simulation ``sim``),
-    the backup as many, and every game's leaf is evaluated, the unneeded rows masked
-    out: a fixed number of tensor ops of fixed shapes per simulation. Both give the
-    same tree: extra levels re-select the edge a stopped game already chose, and extra
-    backups land in TRASH.
+    and every game's leaf is evaluated, the unneeded rows masked out: a fixed number of
+    tensor ops of fixed shapes per simulation. Both give the same tree: extra levels
+    re-select the edge a stopped game already chose, and their path entries back up
+    into TRASH.
     """
 
     def __init__(self, state: State, cfg: MCTSConfig, host_sync: bool):
@@ -303,7 +307,9 @@ class _Search:
         self.trash = self.base + N + TRASH_OFFSET
         # stats[..., 0] = visits, stats[..., 1] = value sum: one gather/scatter serves both.
         self.stats = torch.zeros(B, S, 2, device=dev)
-        self.stats[:, N + ILLEGAL_OFFSET, 1] = float("-inf")
+        # fill_, not `= -inf`: on CUDA a Python number assigned into a slice becomes a CPU
+        # tensor that the copy reads on the host (a read per search; docs/gpu.md).
+        self.stats[:, N + ILLEGAL_OFFSET, 1].fill_(float("-inf"))
         self.parent = self.trash.unsqueeze(1).repeat(1, S)  # (B, S)
         self.action = torch.full((B, S), -1, dtype=torch.int64, device=dev)
         self.children = self.trash.view(B, 1, 1).repeat(1, S, WIDTH)  # (B, S, 7)
@@ -335,24 +341,65 @@ class _Search:
         self.prior_f[at] = torch.where(rows.unsqueeze(1), p, self.prior_f[at])
         self.raw_value_f[at] = torch.where(rows, v, self.raw_value_f[at])
 
-    def select(self, select_fn: SelectFn, sim, bound: int):
+    def _level(self, select_fn: SelectFn, sim, depth: int | None, cur: torch.Tensor):
+        """One level of the descent from the nodes ``cur [B]``: ``(action, child, go)``, ``go``
+        where the chosen child is an expanded non-terminal node (the descent goes on)."""
+        ch = self.children_f[cur]  # (B, 7) flat child indices
+        st = self.stats_f[ch]  # (B, 7, 2)
+        n_child, w_child = st[..., 0], st[..., 1]
+        q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
+        a = select_fn(Level(cur, depth, sim, ch, q, n_child))
+        nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
+        return a, nxt, self.expandable_f[nxt]
+
+    def select(self, select_fn: SelectFn, sim, bound: int | torch.Tensor):
         """Descend every game from its root until its edge is unexpanded or leads to a
         terminal node (at most ``bound`` levels); a game that stopped re-selects the same
-        edge at later levels. Returns ``(node [B], action [B], child [B], levels)``."""
+        edge at later levels.
+
+        ``bound`` is an int (a Python loop, which with ``host_sync`` stops as soon as every
+        game has stopped) or, in a compiled search, a 0-d CPU tensor: the levels are then
+        one rolled loop (torch's ``while_loop``), compiled once for every bound, its
+        counter read on the host with no device synchronisation.
+
+        Returns ``(node [B], action [B], child [B], path [B, L], depth [B])``: ``path[:, k]``
+        is each game's node at level ``k``, meaningful for ``k <= depth`` (the levels the
+        game went down; past them it repeats its last node)."""
+        level = partial(self._level, select_fn, sim)
         cur = self.base
-        levels = 0  # depth of `cur` when every game has stopped
-        while True:
-            ch = self.children_f[cur]  # (B, 7) flat child indices
-            st = self.stats_f[ch]  # (B, 7, 2)
-            n_child, w_child = st[..., 0], st[..., 1]
-            q = w_child / n_child.clamp(min=1.0)  # (B, 7); -inf for ILLEGAL, 0 for UNVISITED
-            a = select_fn(Level(cur, levels, sim, ch, q, n_child))
-            nxt = ch.gather(1, a.unsqueeze(1)).squeeze(1)  # (B,)
-            go = self.expandable_f[nxt]  # (B,)
-            if levels == bound or (self.host_sync and not bool(go.any())):
-                return cur, a, nxt, levels
+        depth = torch.zeros_like(cur)
+        a, nxt, go = level(0, cur)
+        if isinstance(bound, torch.Tensor):
+            return self._rolled(level, bound, cur, a, nxt, go, depth)
+        path, levels = [cur], 0
+        while levels < bound and not (self.host_sync and not bool(go.any())):
+            depth = depth + go
             cur = torch.where(go, nxt, cur)
             levels += 1
+            a, nxt, go = level(levels, cur)
+            path.append(cur)
+        return cur, a, nxt, torch.stack(path, 1), depth
+
+    def _rolled(self, level, bound: torch.Tensor, cur, a, nxt, go, depth):
+        """:meth:`select`'s levels after the first as ``while_loop(i < bound)``: the counter
+        ``i`` and ``bound`` live on the CPU, the path is a fixed ``[B, 43]`` tensor."""
+        columns = torch.arange(NUM_CELLS + 1, device=cur.device)  # (43,)
+        path = cur.unsqueeze(1).repeat(1, NUM_CELLS + 1)  # (B, 43)
+
+        def body(i, cur, a, nxt, go, depth, path):
+            depth = depth + go
+            cur = torch.where(go, nxt, cur)
+            i = i + 1
+            a, nxt, go = level(None, cur)  # the depth is a tensor: the rule cannot skip work
+            path = torch.where(columns == i.to(cur.device), cur.unsqueeze(1), path)
+            return i, cur, a, nxt, go, depth, path
+
+        i = torch.zeros((), dtype=torch.int64)  # CPU, as bound
+        # cur is the tree's own `base` at level 0: a copy, as a loop's state may alias nothing.
+        _, cur, a, nxt, _, depth, path = while_loop(
+            lambda i, *_: i < bound, body, (i, cur.clone(), a, nxt, go, depth, path)
+        )
+        return cur, a, nxt, path, depth
 
     def expand(self, sim, evaluate_fn: EvaluateFn, cur, a, nxt) -> torch.Tensor:
         """Unexpanded edges become node ``sim`` (other games write garbage into slot
@@ -377,14 +424,21 @@ class _Search:
         self.children_f.view(-1)[cur * WIDTH + a] = torch.where(expand, new, nxt)
         return torch.where(expand, new, nxt)
 
-    def backup(self, leaf: torch.Tensor, levels: int) -> None:
-        """From the leaf up through the root into TRASH; the sign flips at every level."""
-        val = -self.raw_value_f[leaf]  # view of the player who moved into the leaf
-        upd = (torch.stack([self.ones, val], 1), torch.stack([self.ones, -val], 1))  # (B, 2)
-        node = leaf
-        for level in range(levels + 2):
-            self.stats_f.index_add_(0, node, upd[level & 1])
-            node = self.parent_f[node]
+    def backup(self, leaf: torch.Tensor, path: torch.Tensor, depth: torch.Tensor) -> None:
+        """Add the leaf's value to the leaf and every node on its ``path`` (:meth:`select`),
+        the sign flipping at every level, in one ``index_add_``. Path columns past a game's
+        ``depth``, and the whole backup of a game whose search is a no-op (its leaf is
+        TRASH), land in TRASH."""
+        val = -self.raw_value_f[leaf]  # (B,) view of the player who moved into the leaf
+        k = torch.arange(path.shape[1], device=path.device)  # (L,)
+        on_path = (k <= depth.unsqueeze(1)) & (leaf != self.trash).unsqueeze(1)  # (B, L)
+        nodes = torch.cat([leaf.unsqueeze(1), torch.where(on_path, path, self.trash.unsqueeze(1))],
+                          1)  # fmt: skip
+        away = depth.unsqueeze(1) + 1 - k  # (B, L) levels from the leaf
+        value = torch.where(away % 2 == 0, val.unsqueeze(1), -val.unsqueeze(1))  # (B, L)
+        value = torch.cat([val.unsqueeze(1), value], 1)  # (B, L + 1)
+        upd = torch.stack([torch.ones_like(value), value], 2)  # (B, L + 1, 2)
+        self.stats_f.index_add_(0, nodes.reshape(-1), upd.reshape(-1, 2))
 
     def tree(self) -> Tree:
         s = self
@@ -401,7 +455,7 @@ def puct_rule(tree: _Search) -> SelectFn:
 
     def select(level: Level) -> torch.Tensor:
         node = level.node
-        u = tree.prior_f[node].mul_(tree.stats_f[node, 0].sqrt_().mul_(c_puct).unsqueeze(1))
+        u = tree.prior_f[node] * (tree.stats_f[node, 0].sqrt() * c_puct).unsqueeze(1)
         return torch.addcdiv(level.q, u, level.visits + 1.0).argmax(1)
 
     return select
@@ -436,8 +490,9 @@ def gumbel_rule(tree: _Search, root: GumbelRoot) -> SelectFn:
         value = tree.raw_value_f[level.node]  # (B,)
         at_root = level.node == tree.base  # (B,)
         inner = None
-        # At depth 0 every game is at its root; deeper, the host looks only if it may.
-        if level.depth > 0 and not (tree.host_sync and bool(at_root.all())):
+        # At depth 0 every game is at its root; deeper (or at a depth the host does not know:
+        # a rolled loop), the host looks only if it may.
+        if level.depth != 0 and not (tree.host_sync and bool(at_root.all())):
             logits = tree.prior_f[level.node].clamp_min(1e-30).log()  # (B, 7)
             node = G.NodeStats(logits, legal_c, q, level.visits, value)
             inner = G.interior_action(node, cfg.c_visit, cfg.c_scale)
@@ -452,17 +507,10 @@ def gumbel_rule(tree: _Search, root: GumbelRoot) -> SelectFn:
     return select
 
 
-DESCENT_BOUNDS = (0, 1, 2, 4, 8, 16, 32, NUM_CELLS)
-"""The descent bounds a compiled search uses: each simulation's bound ``min(sim - 1, 42)``
-rounded up to the next of these, so that a search of any ``sims`` runs at most 8 distinct
-simulation graphs (extra levels re-select a stopped game's edge, extra backups land in TRASH)."""
-
-
-def descent_bound(sim: int, bucketed: bool = False) -> int:
+def descent_bound(sim: int) -> int:
     """Levels simulation ``sim`` descends without host reads: ``min(sim - 1, 42)`` (no node
-    is deeper before it), or with ``bucketed`` the next of :data:`DESCENT_BOUNDS`."""
-    need = min(sim - 1, NUM_CELLS)
-    return next(b for b in DESCENT_BOUNDS if b >= need) if bucketed else need
+    is deeper before it)."""
+    return min(sim - 1, NUM_CELLS)
 
 
 def _expand_root(t: _Search, state: State, evaluate_fn: EvaluateFn):
@@ -475,7 +523,7 @@ def _expand_root(t: _Search, state: State, evaluate_fn: EvaluateFn):
     legal = legal_mask(state) & live.unsqueeze(1)  # (B, 7)
     t.evaluate(t.base + ROOT_INDEX, evaluate_fn, live, state.position, state.mask, legal)
     t.expandable[:, ROOT_INDEX] = live
-    t.stats[:, ROOT_INDEX, 0] = 1.0  # the root's own evaluation counts as its first visit
+    t.stats[:, ROOT_INDEX, 0].fill_(1.0)  # the root's own evaluation is its first visit
     t.stats[:, ROOT_INDEX, 1] = -t.raw_value[:, ROOT_INDEX]
     return legal, live
 
@@ -536,12 +584,12 @@ def _start(t: _Search, state: State, evaluate_fn: EvaluateFn, noise, gumbel, sch
 
 def _simulate(t: _Search, root: GumbelRoot | None, evaluate_fn: EvaluateFn, sim, bound: int):
     """Simulation ``sim`` (an int, or a 0-d device tensor in a compiled search) for every
-    game: select with the policy's rule (at most ``bound`` levels without host reads),
-    expand, backup."""
+    game: select with the policy's rule (at most ``bound`` levels without host reads: an
+    int, or a 0-d CPU tensor in a compiled search), expand, backup."""
     select_fn = puct_rule(t) if root is None else gumbel_rule(t, root)
-    cur, a, nxt, levels = t.select(select_fn, sim, bound)
+    cur, a, nxt, path, depth = t.select(select_fn, sim, bound)
     leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
-    t.backup(leaf, levels)
+    t.backup(leaf, path, depth)
 
 
 def _finish(t: _Search, root: GumbelRoot | None, legal: torch.Tensor, live: torch.Tensor):
@@ -562,8 +610,9 @@ class Steps(NamedTuple):
     simulate: Callable
     finish: Callable
     compiled: bool = False
-    """Bounds from :data:`DESCENT_BOUNDS` (few distinct graphs) and ``sim`` as a device
-    tensor (no graph per simulation); implies ``host_sync=False``."""
+    """``sim`` as a device tensor and the descent's bound as a CPU tensor, so that one
+    simulation graph serves every simulation (the descent a rolled loop); implies
+    ``host_sync=False``."""
 
 
 EAGER = Steps(_start, _simulate, _finish)
@@ -593,8 +642,9 @@ def search(
         gumbel: ``config.search == "gumbel"``: optional ``[B, 7]`` Gumbel(0, 1)
             noise of the root's action sampling (None: no noise, the greedy agent).
         host_sync: whether the loop may read device values on the host (see
-            :class:`_Search`); None: on the CPU only, where a read costs nothing and
-            stopping early and compacting save work. The results are the same.
+            :class:`_Search`); None: yes, unless ``steps`` is compiled (stopping early
+            and compacting save more than the reads cost, on the CPU and on an H100
+            alike). The results are the same.
         steps: how the steps run: :data:`EAGER`, or a compiled search's
             (:class:`~.compiled.CompiledSearch` passes them; never with ``host_sync``).
 
@@ -643,19 +693,22 @@ def _check_shape(name: str, noise: torch.Tensor, batch: int) -> None:
 def _loop(state, evaluate_fn, cfg, host_sync, steps: Steps, noise, gumbel, schedule):
     """The one search loop, for any policy: start, ``sims`` simulations, finish."""
     dev = state.device
-    if host_sync is None:
-        host_sync = dev.type == "cpu" and not steps.compiled
+    if host_sync is None:  # the eager search's faster way on the CPU and on an H100 alike
+        host_sync = not steps.compiled
     if host_sync and steps.compiled:
         raise ValueError("a compiled search runs without host synchronisation (host_sync=False)")
     t = _Search(state, cfg, host_sync)
     root, legal, live = steps.start(t, state, evaluate_fn, noise, gumbel, schedule)
-    # A compiled step takes the simulation as a device tensor (one graph for every sim; a
-    # copy, since a view's storage offset would be compiled in).
-    sims = torch.arange(t.N, device=dev) if steps.compiled else range(t.N)
-    for sim in range(1, t.N):
-        bound = NUM_CELLS if host_sync else descent_bound(sim, steps.compiled)
-        step = sims[sim].clone() if steps.compiled else sim
-        steps.simulate(t, root, evaluate_fn, step, bound)
+    if steps.compiled:  # one graph for every simulation (copies: a view's offset is compiled in)
+        sims = torch.arange(t.N, device=dev)
+        bounds = torch.tensor([descent_bound(s) for s in range(1, t.N)] or [0])
+        for sim in range(1, t.N):
+            steps.simulate(t, root, evaluate_fn, sims[sim].clone(), bounds[sim - 1].clone())
+    else:
+        for sim in range(1, t.N):
+            steps.simulate(
+                t, root, evaluate_fn, sim, NUM_CELLS if host_sync else descent_bound(sim)
+            )
     counts, root_value, policy, action = steps.finish(t, root, legal, live)
     return SearchResult(counts, root_value, t.tree(), policy, action)
 

@@ -56,8 +56,8 @@ from .bitboard import (
     play,
     reset_done,
 )
-from .compiled import compile_backend, compiled_search, network
-from .config import check, is_int, torch_threads
+from .compiled import compile_backend, compiled_search, network, use_cache
+from .config import check, is_int, tensor_cores, torch_threads
 from .gumbel import gumbel_from_uniforms
 from .inference import EvaluateFn, make_evaluate_fn
 from .mcts import (
@@ -246,6 +246,8 @@ def self_play(
     num_threads: int | None = DEFAULT_NUM_THREADS,
     backend: str = "auto",
     compile: str = "auto",
+    compile_cache: str | None = None,
+    stats: dict | None = None,
 ) -> pd.DataFrame:
     """Play one generation (or one shard of it) and return its positions.
 
@@ -268,9 +270,15 @@ def self_play(
         backend: the network's evaluation for ``model``: ``auto``, ``torch`` or
             ``onnxruntime`` (:data:`~.inference.BACKENDS`).
         compile: run every search compiled (:mod:`.compiled`, :data:`~.compiled.COMPILE`):
-            ``auto`` on CUDA only. The network is then torch's (``backend`` ``auto`` or
-            ``torch``), and the games that finish after ``moves_per_gen`` steps keep their
-            slots (masked, fixed shapes) instead of being compacted. The table is the same.
+            ``on``, or a tracing backend; ``auto`` and ``off`` never. The network is then
+            torch's (``backend`` ``auto`` or ``torch``), and the games that finish after
+            ``moves_per_gen`` steps keep their slots (masked, fixed shapes) instead of
+            being compacted. The table is the same.
+        compile_cache: inductor's on-disk cache folder (:func:`~.compiled.use_cache`;
+            None: ``TORCHINDUCTOR_CACHE_DIR`` or torch's default).
+        stats: if given, filled with ``compile_s``: the seconds this call spent compiling
+            the search (0 when nothing was compiled: eager, or compiled earlier in the
+            process).
 
     Returns:
         A DataFrame with :data:`COLUMNS` and their dtypes, sorted by
@@ -282,7 +290,7 @@ def self_play(
     if (evaluate_fn is None) == (model is None):
         raise ValueError("self_play needs exactly one of evaluate_fn and model")
     device = torch.device(device)
-    compiler = compile_backend(compile, device)
+    compiler = compile_backend(compile)
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
         return empty_games_table()
@@ -291,13 +299,19 @@ def self_play(
         if backend not in ("auto", "torch"):
             raise ValueError(f"compile {compile!r} runs the network with torch, but backend is "
                              f"{backend!r}: set backend to auto or torch")  # fmt: skip
+        if compiler == "inductor":  # the tracing backends write no cache
+            use_cache(compile_cache)
         program = compiled_search(cfg.mcts, compiler)
         if model is not None:
             evaluate_fn = network(model, device)
     elif model is not None:
         evaluate_fn = make_evaluate_fn(model, device, backend)
-    with torch_threads(num_threads):
-        return _play(cfg, evaluate_fn, slots, generation, device, progress, program)
+    compiling = program.counters.compile_seconds if program is not None else 0.0
+    with torch_threads(num_threads), tensor_cores(device):
+        table = _play(cfg, evaluate_fn, slots, generation, device, progress, program)
+    if stats is not None:
+        stats["compile_s"] = (program.counters.compile_seconds - compiling) if program else 0.0
+    return table
 
 
 _NUM_NOISE = math.prod(dirichlet_uniform_shape(1))  # a slot's Dirichlet uniforms per step

@@ -28,45 +28,28 @@ def play_generation(
     model: torch.nn.Module,
     generation: int,
     node: NodeSettings,
+    stats: dict | None = None,
 ) -> pd.DataFrame:
-    """One generation of self-play on the configured executor (the same table on any of them)."""
-    if node.executor == "ray":  # shards on Ray actors (each picks its own device)
+    """One generation of self-play on the configured executor (the same table on any of them).
+
+    Every path hands each shard ``node`` whole and plays it with
+    :meth:`~.settings.NodeSettings.shard_kwargs`: no executor drops a setting. ``stats``,
+    if given, gets ``compile_s``: the longest any process spent compiling the search
+    (processes compile side by side)."""
+    if node.executor == "ray":  # shards on Ray actors (each resolves node.device itself)
         from .ray import ray_self_play
 
-        return ray_self_play(
-            config,
-            model,
-            generation=generation,
-            options=node.ray,
-            num_threads=node.num_threads,
-            backend=node.backend,
-            compile=node.compile,
-            progress=True,
-        )
+        return ray_self_play(config, model, generation=generation, node=node, progress=True,
+                             stats=stats)  # fmt: skip
     device = resolve_device(node.device)
     workers = node.local_workers(device)
     if workers > 1:  # shards on CPU worker processes: the same table, every core busy
         from .local import local_self_play
 
-        return local_self_play(
-            config,
-            model,
-            workers=workers,
-            generation=generation,
-            num_threads=node.num_threads,
-            backend=node.backend,
-            compile=node.compile,
-            progress=True,
-        )
-    return self_play(
-        config,
-        model=model,
-        device=device,
-        generation=generation,
-        progress=True,
-        num_threads=node.num_threads,
-        backend=node.backend,
-    )
+        return local_self_play(config, model, workers=workers, generation=generation, node=node,
+                               progress=True, stats=stats)  # fmt: skip
+    return self_play(config, model=model, generation=generation, progress=True, stats=stats,
+                     **node.shard_kwargs(device))  # fmt: skip
 
 
 def chunk_runner(node: NodeSettings):

@@ -40,12 +40,12 @@ from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import (
-    DEFAULT_NUM_THREADS,
     SelfPlayConfig,
     merge_shards,
     self_play,
     shard_slots,
 )
+from .settings import NodeSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -86,11 +86,10 @@ def _init_solver_worker(parent: int, tt_log2: int) -> None:
     init_worker_solver(tt_log2)
 
 
-def _play_shard(
-    ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int, threads, steps,
-    backend: str, compile: str,
-):  # fmt: skip
-    """One shard in a worker process; reports its env steps to ``steps`` (a queue) if given."""
+def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int,
+                node: NodeSettings, steps):  # fmt: skip
+    """One shard in a worker process, on its CPU with ``node``'s settings: ``(table,
+    stats)``; reports its env steps to ``steps`` (a queue) if given."""
     report = None
     if steps is not None:
         slots = len(shard_slots(config.num_games, shard, shards))
@@ -98,17 +97,18 @@ def _play_shard(
         def report(done: int, total: int) -> None:  # env steps of this shard's slots
             steps.put(slots)
 
-    return self_play(
+    stats: dict = {}
+    table = self_play(
         config,
         model=from_dict(ckpt, "self-play weights"),
         generation=generation,
         shard_index=shard,
         num_shards=shards,
-        num_threads=threads,
-        backend=backend,
-        compile=compile,
         progress=report or False,
+        stats=stats,
+        **node.shard_kwargs(torch.device("cpu")),
     )
+    return table, stats
 
 
 def local_self_play(
@@ -117,23 +117,25 @@ def local_self_play(
     *,
     workers: int,
     generation: int = 0,
-    num_threads: int | None = DEFAULT_NUM_THREADS,
-    backend: str = "auto",
-    compile: str = "auto",
+    node: NodeSettings | None = None,
     progress: bool = False,
+    stats: dict | None = None,
 ) -> pd.DataFrame:
     """One generation split into ``workers`` shards on CPU worker processes of this machine.
 
     The same table as ``self_play(config, model=model, generation=generation)``;
-    ``workers=1`` plays in this process. With ``progress`` one bar counts the
-    env steps of all workers together.
+    ``workers=1`` plays in this process. Every shard plays with ``node``'s settings
+    (:meth:`~.settings.NodeSettings.shard_kwargs`; default :class:`NodeSettings`) on the
+    CPU. With ``progress`` one bar counts the env steps of all workers together;
+    ``stats`` gets the longest ``compile_s`` of a worker.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    node = node or NodeSettings()
     workers = min(workers, config.num_games)
     if workers == 1:
         return self_play(config, model=model, generation=generation, progress=progress,
-                         num_threads=num_threads, backend=backend, compile=compile)  # fmt: skip
+                         stats=stats, **node.shard_kwargs(torch.device("cpu")))  # fmt: skip
     ckpt = checkpoint_dict(model)
     for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
         shard_pool = _shard_pool(workers)
@@ -142,16 +144,7 @@ def local_self_play(
         try:
             futures = {
                 shard_pool.pool.submit(
-                    _play_shard,
-                    ckpt,
-                    config,
-                    generation,
-                    i,
-                    workers,
-                    num_threads,
-                    steps,
-                    backend,
-                    compile,
+                    _play_shard, ckpt, config, generation, i, workers, node, steps
                 ): i
                 for i in range(workers)
             }
@@ -161,6 +154,7 @@ def local_self_play(
             if attempt == 2:
                 raise
     tables: list[pd.DataFrame | None] = [None] * workers
+    compile_s = 0.0
     bar = None
     if progress:
         total = config.num_games * config.moves_per_gen
@@ -170,7 +164,8 @@ def local_self_play(
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
-                tables[futures[fut]] = fut.result()
+                tables[futures[fut]], shard_stats = fut.result()
+                compile_s = max(compile_s, shard_stats["compile_s"])
             while bar is not None:
                 try:
                     bar.update(steps.get_nowait())
@@ -184,6 +179,8 @@ def local_self_play(
     finally:
         if bar is not None:
             bar.close()
+    if stats is not None:
+        stats["compile_s"] = compile_s
     return merge_shards(tables)
 
 

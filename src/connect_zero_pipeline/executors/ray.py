@@ -40,7 +40,6 @@ from ..core.config import check, is_int
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import (
-    DEFAULT_NUM_THREADS,
     SelfPlayConfig,
     merge_shards,
     self_play,
@@ -54,6 +53,7 @@ from .ray_cluster import (
     connect,
     resolve_address,
 )
+from .settings import NodeSettings
 
 __all__ = [
     "RayClusterUnreachable",
@@ -85,15 +85,20 @@ class _SelfPlayWorker:
     an actor safely (ray-project/ray#53727).
     """
 
-    def __init__(self, num_threads: int | None, backend: str = "auto", compile: str = "auto"):
+    def __init__(self, node: NodeSettings):
         import ray
         import torch
 
-        cuda = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
-        self.device = torch.device("cuda" if cuda else "cpu")  # Ray sets CUDA_VISIBLE_DEVICES
-        self.num_threads = num_threads
-        self.backend = backend
-        self.compile = compile
+        # Ray sets CUDA_VISIBLE_DEVICES: the actor's GPU, if it was given one, is "cuda".
+        has_gpu = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
+        if node.device == "cpu" or (node.device == "auto" and not has_gpu):
+            self.device = torch.device("cpu")
+        elif has_gpu:
+            self.device = torch.device("cuda")
+        else:
+            raise RuntimeError(f"node.device is {node.device!r}, but this Ray actor has no GPU: "
+                               "set ray.num_gpus, or device: auto")  # fmt: skip
+        self.node = node
         self._model = None
         self._weights_id = None
         self._evaluate = None  # the evaluate_fn of the current weights
@@ -108,10 +113,10 @@ class _SelfPlayWorker:
         ref = weights_ref[0]
         if self._weights_id != ref.hex():
             self._model, self._weights_id = from_dict(ray.get(ref), "self-play weights"), ref.hex()
-            if compile_backend(self.compile, self.device):  # the one network compiled steps call
+            if compile_backend(self.node.compile):  # the network compiled steps call
                 self._evaluate = network(self._model, self.device)
             else:
-                self._evaluate = make_evaluate_fn(self._model, self.device, self.backend)
+                self._evaluate = make_evaluate_fn(self._model, self.device, self.node.backend)
         return self._evaluate
 
     def ready(self, weights_ref: list) -> dict:
@@ -127,9 +132,11 @@ class _SelfPlayWorker:
         shard_index: int,
         num_shards: int,
     ):
-        """One shard as a ``pyarrow.Table`` (:data:`~connect_zero_pipeline.core.selfplay.COLUMNS`)."""
+        """One shard: ``(pyarrow.Table`` (:data:`~connect_zero_pipeline.core.selfplay.COLUMNS`),
+        ``stats)``."""
         import pyarrow as pa
 
+        stats: dict = {}
         table = self_play(
             config,
             self._evaluate_fn(weights_ref),
@@ -137,11 +144,10 @@ class _SelfPlayWorker:
             generation=generation,
             shard_index=shard_index,
             num_shards=num_shards,
-            num_threads=self.num_threads,
-            backend=self.backend,
-            compile=self.compile,
+            stats=stats,
+            **self.node.shard_kwargs(self.device),
         )
-        return pa.Table.from_pandas(table, preserve_index=False)
+        return pa.Table.from_pandas(table, preserve_index=False), stats
 
 
 def _cluster_capacity(ray, num_cpus: float, num_gpus: float, address: str) -> int:
@@ -166,25 +172,23 @@ class RaySelfPlayPool:
     Args:
         model: the network (built with :func:`~connect_zero_pipeline.core.models.build_model`); its
             weights are ``ray.put`` once and every actor rebuilds it.
-        options: :class:`RayOptions`; ``num_shards`` also caps the actor count.
-        num_threads: torch threads inside each actor (as :func:`~connect_zero_pipeline.core.selfplay.self_play`).
-        backend: the actors' network evaluation (as ``self_play``'s ``backend``).
-        compile: the actors' search (as ``self_play``'s ``compile``).
+        node: the stage's :class:`~.settings.NodeSettings`: its ``ray`` options (where the
+            cluster is, each actor's resources; ``num_shards`` also caps the actor count),
+            and the settings every actor plays its shards with
+            (:meth:`~.settings.NodeSettings.shard_kwargs`). Default: ``NodeSettings()``.
         num_games: the generation's slot count, to cap the actors (optional).
     """
 
     def __init__(
         self,
         model,
-        options: RayOptions | None = None,
+        node: NodeSettings | None = None,
         *,
-        num_threads: int | None = DEFAULT_NUM_THREADS,
-        backend: str = "auto",
-        compile: str = "auto",
         num_games: int | None = None,
         _worker_cls: type = _SelfPlayWorker,  # testing hook (fault injection)
     ):
-        self.options = options or RayOptions()
+        node = node or NodeSettings()
+        self.options = node.ray
         self.address = resolve_address(self.options.address)
         ray = connect(self.address, self.options.connect_timeout)
         self._ray = ray
@@ -202,9 +206,7 @@ class RaySelfPlayPool:
             max_restarts=self.options.max_retries,
             max_task_retries=self.options.max_retries,
         )
-        self.actors = [
-            actor_cls.remote(num_threads, backend, compile) for _ in range(self.num_actors)
-        ]
+        self.actors = [actor_cls.remote(node) for _ in range(self.num_actors)]
         log.info(
             "Started %d self-play actors on %r (%g CPUs, %g GPUs each; capacity %d)",
             self.num_actors, self.address, self.options.num_cpus, self.num_gpus, capacity,
@@ -236,6 +238,7 @@ class RaySelfPlayPool:
         *,
         num_shards: int | None = None,
         progress: bool | Callable[[int, int], None] = False,
+        stats: dict | None = None,
     ) -> pd.DataFrame:
         """One generation, sharded over the actors; the same table as local :func:`~connect_zero_pipeline.core.selfplay.self_play`.
 
@@ -245,6 +248,7 @@ class RaySelfPlayPool:
                 shard at a time; the next shard goes to the first actor free.
             progress: ``True`` shows a tqdm bar of finished shards; a callable
                 gets ``(shards_done, num_shards)``.
+            stats: if given, gets ``compile_s``, the longest a shard spent compiling.
 
         Raises:
             RuntimeError: naming the shard and its slots, when a shard fails
@@ -270,7 +274,7 @@ class RaySelfPlayPool:
                 total=num_shards, unit="shard", desc=f"self-play gen {generation} (ray)"
             )
         start = time.perf_counter()
-        positions = 0
+        positions, compile_s = 0, 0.0
         try:
             for actor in self.actors:
                 submit(actor)
@@ -278,7 +282,7 @@ class RaySelfPlayPool:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 shard, actor = pending.pop(done[0])
                 try:
-                    table = ray.get(done[0])
+                    table, shard_stats = ray.get(done[0])
                 except Exception as exc:
                     slots = shard_slots(config.num_games, shard, num_shards)
                     raise RuntimeError(
@@ -288,6 +292,7 @@ class RaySelfPlayPool:
                     ) from exc
                 tables[shard] = table
                 positions += table.num_rows
+                compile_s = max(compile_s, shard_stats.get("compile_s", 0.0))
                 submit(actor)
                 if bar is not None:
                     bar.update(1)
@@ -298,6 +303,8 @@ class RaySelfPlayPool:
             if bar is not None:
                 bar.close()
             _cancel(ray, pending)  # after an error or an interrupt: stop what still runs
+        if stats is not None:
+            stats["compile_s"] = compile_s
         merged = merge_shards([t.to_pandas() for t in tables])
         log.info(
             "self-play gen %d on Ray: %d shards on %d actors, %d positions in %.1f s",
@@ -319,27 +326,19 @@ def ray_self_play(
     model,
     *,
     generation: int = 0,
-    options: RayOptions | None = None,
-    num_threads: int | None = DEFAULT_NUM_THREADS,
-    backend: str = "auto",
-    compile: str = "auto",
+    node: NodeSettings | None = None,
     progress: bool | Callable[[int, int], None] = False,
+    stats: dict | None = None,
 ) -> pd.DataFrame:
-    """One generation of self-play on Ray actors (a pool for this call only).
+    """One generation of self-play on Ray actors (a pool for this call only), each shard
+    played with ``node``'s settings (:class:`RaySelfPlayPool`).
 
     Same table as ``self_play(config, model=model, generation=generation)``
     for any shard count (up to float rounding in the network's batched
     kernels, see :mod:`.selfplay`).
     """
-    with RaySelfPlayPool(
-        model,
-        options,
-        num_threads=num_threads,
-        backend=backend,
-        compile=compile,
-        num_games=config.num_games,
-    ) as pool:
-        return pool.play(config, generation, progress=progress)
+    with RaySelfPlayPool(model, node, num_games=config.num_games) as pool:
+        return pool.play(config, generation, progress=progress, stats=stats)
 
 
 # ---------------------------------------------------------------------------

@@ -22,6 +22,9 @@ from ..core.inference import BACKENDS
 from .ray_cluster import RayOptions
 
 EXECUTORS = ("local", "ray")
+ROUTING = ("executor", "workers", "ray")
+"""The :class:`NodeSettings` fields that choose where shards run; every other field travels
+with each shard to the function that plays it (:meth:`NodeSettings.shard_kwargs`)."""
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,14 @@ class NodeSettings:
     """A search's network evaluation: ``auto`` (onnxruntime on CPU, torch on CUDA),
     ``torch`` or ``onnxruntime``."""
     compile: str | bool = "auto"
-    """A search's device path compiled (``core.compiled``): ``auto`` (on CUDA), ``on``,
-    ``off``, or ``eager``/``aot_eager`` (trace only, to debug graphs; no speed-up). YAML
-    reads a bare ``on``/``off`` as true/false: those mean ``on``/``off`` too."""
+    """A search's device path compiled (``core.compiled``): ``on`` (inductor: for long runs,
+    minutes the first time on a machine), ``off``, ``auto`` (= off: nothing compiled at a
+    run's start), or ``eager``/``aot_eager`` (trace only, to debug graphs; no speed-up).
+    YAML reads a bare ``on``/``off`` as true/false: those mean ``on``/``off`` too."""
+    compile_cache: str | None = ".cache/torch_compile"
+    """Where inductor keeps what it compiled, relative to the folder the stage runs in (the
+    project under ``kedro run``): a later run on the same machine loads it instead of
+    compiling. null: ``TORCHINDUCTOR_CACHE_DIR``, or torch's temporary folder."""
     executor: str = "local"
     """``local`` (this machine) or ``ray`` (a Ray cluster: self-play shards on actors,
     solver chunks as tasks; ``docs/scaling.md``)."""
@@ -57,10 +65,21 @@ class NodeSettings:
         if isinstance(self.compile, bool):  # YAML 1.1: `compile: on` arrives as True
             object.__setattr__(self, "compile", "on" if self.compile else "off")
         check(self.compile in COMPILE, "compile", self.compile, f"one of {COMPILE}")
+        check(self.compile_cache is None or (isinstance(self.compile_cache, str)
+              and self.compile_cache.strip() != ""), "compile_cache", self.compile_cache,
+              "null or a folder")  # fmt: skip
         check(self.executor in EXECUTORS, "executor", self.executor, "'local' or 'ray'")
         check(is_int(self.workers) and self.workers >= 0, "workers", self.workers,
               "an integer >= 0")  # fmt: skip
         check(isinstance(self.ray, RayOptions), "ray", self.ray, "a mapping of Ray options")
+
+    def shard_kwargs(self, device: torch.device) -> dict:
+        """What a self-play shard takes from this node, whatever runs it (this process, a
+        local worker, a Ray actor): :func:`~..core.selfplay.self_play`'s keyword arguments,
+        with ``device`` as the executor resolved it where the shard runs. Every field but
+        :data:`ROUTING` is here, so no executor can drop one."""
+        return {"device": device, "num_threads": self.num_threads, "backend": self.backend,
+                "compile": self.compile, "compile_cache": self.compile_cache}  # fmt: skip
 
     def local_workers(self, device: torch.device | None = None) -> int:
         """Worker processes to use: ``workers``, or one per core (always 1 off the CPU)."""

@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ...core.compiled import compile_backend
 from ...core.models import build_model, count_parameters
 from ...core.selfplay import COLUMNS, empty_games_table
 from ...executors import play_generation
@@ -68,8 +69,8 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         The games table (``docs/architecture.md``) and ``selfplay`` metrics.
     """
     cfg = parse_section("selfplay", params)
-    start = time.perf_counter()
-    games = play_generation(cfg, model, generation, cfg.node)
+    start, stats = time.perf_counter(), {}
+    games = play_generation(cfg, model, generation, cfg.node, stats)
     seconds = time.perf_counter() - start
     num_games = int(games["game"].nunique())
     metrics = {
@@ -80,6 +81,8 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         "seconds": seconds,
         "positions_per_s": len(games) / seconds if seconds else 0.0,
     }
+    if compile_backend(cfg.node.compile) is not None:  # compiled: its share of the seconds
+        metrics["compile_s"] = float(stats.get("compile_s", 0.0))
     log.info(
         "Generation %d self-play: %s", generation, {k: round(v, 3) for k, v in metrics.items()}
     )
