@@ -1,30 +1,34 @@
-"""The first run on a machine with an NVIDIA GPU, in one command (docs/gpu.md).
+"""The first look at a machine with an NVIDIA GPU, in one command, inside a time budget.
 
-    scripts/gpu_check.sh OUT [--cap-minutes 8] [--sizes 512,16384,65536]
-    scripts/gpu_check.sh OUT --tiny      # the same steps on the CPU at tiny sizes (CI)
+    scripts/gpu_check.sh OUT [--budget 540]   # every figure that matters, most valuable first
+    scripts/gpu_check.sh OUT --tiny           # the same steps at smoke sizes, on any device (CI)
 
-Each step writes its raw output under ``OUT`` and one JSON line to ``OUT/results.jsonl``
-(``{"step", "ok", "seconds", ...figures}``); ``OUT/summary.md`` is the Markdown table
-of all of them, written again after every step (a step that hangs leaves the others'
-figures). A failed step does not stop the others; the exit status is 1 if any failed.
-
-Steps:
+GPU time is scarce: the check ends inside ``--budget`` seconds (default 540, 9 minutes) on any
+machine. Its steps, most valuable first, each capped from the time left (a step that ends
+early leaves its time to the later ones) and each writing its figures to
+``OUT/results.jsonl`` as it ends (a check cut short keeps what it measured):
 
 1. ``env``: Python, torch, CUDA, the GPU (``nvidia-smi -L``).
-2. ``cuda_tests``: ``pytest -m gpu`` (the CUDA tests; they skip without CUDA).
-3. ``bench_selfplay``: ``bench selfplay`` eager against compiled, B up to 65,536, 16 and
-   64 simulations, while ``nvidia-smi`` samples GPU utilisation every 0.5 s.
-4. ``bench_train``: ``bench train`` on the GPU.
-5. ``kedro_tiny``: one tiny ``kedro run --env gpu`` end to end, in a copy of the project
-   under ``OUT`` (the checkout's data and MLflow store are not touched).
-6. ``time_to_target``: ``kedro run --env gpu`` with the public sets scored by MCTS-600
-   every generation, watched until ``solver.acc`` >= 0.85 and MCTS-600 makes <= 0.5% weak
-   mistakes on both public Pons sets, or ``--cap-minutes``; then stopped.
+2. ``time_to_target``: ``kedro run --env gpu`` (conf/gpu's default path: the eager
+   host-sync search, nothing compiled) with the public sets scored by MCTS-600 every
+   generation, in a project copy outside OUT; stopped with Ctrl-C at its cap, or once
+   ``solver.acc`` >= 0.85 and MCTS-600 makes <= 0.5% weak mistakes on both public Pons sets.
+   Per generation: seconds since ``kedro run`` started, self-play, compile, train and
+   evaluate seconds, ``solver.acc`` and the weak mistakes.
+3. ``bench_eager``: ``bench selfplay``'s eager cells (host_sync, device) at B = 16,384 and
+   65,536 with the recipe's network and search size, while ``nvidia-smi`` samples the GPU.
+4. ``cuda_tests``: ``pytest -m gpu`` (the CUDA tests, the sync-free check among them).
+5. ``bench_compiled``: the compiled cell at B = 16,384, twice with one fresh inductor cache
+   in a temporary folder: cold (compiling), then warm (loading it).
 
-``--tiny`` runs the steps at smoke sizes on any device (the benchmark's eager cells; without
-CUDA the CUDA tests and ``bench train`` are skipped) and joins 5 and 6 into one tiny
-run of a single generation (the targets are then not reached: the check is that the
-watch reads a generation's metrics).
+``OUT`` holds at most 8 files, none in a subfolder: ``results.jsonl``, ``summary.md`` (the
+Markdown table, rewritten after every step), ``gpu.csv`` (utilisation samples, a step's name
+on each line) and one ``<step>.log`` per step that runs a command. The exit status is 1 if a
+step failed.
+
+``--tiny`` runs the steps at smoke sizes on any device (without CUDA the CUDA tests are
+skipped and say so; the compiled cells trace with torch.compile's ``eager`` backend) and
+checks that the plan's caps fit the budget: a ``plan`` line first, with each step's share.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +49,14 @@ CUDA_TESTS = ["tests/core/test_mcts.py", "tests/core/test_compiled.py"]  # the `
 TARGET_ACC = 0.85
 TARGET_WEAK = 0.005
 PUBLIC_SETS = ("Test_L3_R1", "Test_L2_R1")
+STEPS = ("env", "time_to_target", "bench_eager", "cuda_tests", "bench_compiled")
+SHARES = {"env": 0.02, "time_to_target": 0.52, "bench_eager": 0.16, "cuda_tests": 0.12,
+          "bench_compiled": 0.18}  # fmt: skip
+"""Each step's share of the budget, in order; a step's cap is its share of what is left
+among the steps still to run, less :data:`STOP_S`."""
+STOP_S = 15.0
+"""Seconds kept back from each cap to stop its command and write its figures."""
+MIN_BUDGET = 120.0
 # Sizes of the tiny run: a generation in seconds on a CPU (tests/pipelines/alphazero).
 TINY = {
     "alphazero.num_generations": 1,
@@ -59,6 +72,8 @@ TINY = {
     "evaluate.previous.mcts.sims": 2,
     "evaluate.benchmark.sims": [2],
 }
+RECIPE = {"model": "small", "sims": "32"}
+"""conf/gpu's network preset and simulations, for the benchmark cells."""
 
 
 def params_arg(params: dict) -> str:
@@ -72,12 +87,28 @@ def params_arg(params: dict) -> str:
     return ",".join(f"{k}={text(v)}" for k, v in params.items())
 
 
+def plan(budget: float, left: float, step: str) -> float:
+    """Step ``step``'s cap in seconds: its share of ``left`` among the steps from it on,
+    less :data:`STOP_S` (never below 1 s)."""
+    later = STEPS[STEPS.index(step) :]
+    share = SHARES[step] / sum(SHARES[s] for s in later)
+    return max(1.0, left * share - STOP_S)
+
+
 class Check:
-    def __init__(self, out: Path):
-        self.out = out
+    def __init__(self, out: Path, budget: float):
+        self.out, self.budget = out, budget
+        self.start = time.perf_counter()
         self.rows: list[dict] = []
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.jsonl").write_text("")
+        (out / "gpu.csv").write_text("step,utilization_gpu_pct,memory_used_mib\n")
+
+    def left(self) -> float:
+        return self.budget - (time.perf_counter() - self.start)
+
+    def cap(self, step: str) -> float:
+        return plan(self.budget, self.left(), step)
 
     def record(self, step: str, ok: bool, seconds: float, **figures) -> None:
         row = {"step": step, "ok": ok, "seconds": round(seconds, 1), **figures}
@@ -85,27 +116,28 @@ class Check:
         with open(self.out / "results.jsonl", "a") as f:
             f.write(json.dumps(row) + "\n")
         self.summary()
-        print(f"gpu_check: {step}: {'ok' if ok else 'FAILED'} in {seconds:.0f} s", flush=True)
+        print(f"gpu_check: {step}: {'ok' if ok else 'FAILED'} in {seconds:.0f} s "
+              f"({max(self.left(), 0):.0f} s of the budget left)", flush=True)  # fmt: skip
 
     def run(self, step: str, cmd: list[str], timeout: float, cwd: Path = REPO, env=None):
         """Run ``cmd``, its output to ``OUT/<step>.log``; returns ``(ok, seconds, stdout)``."""
         start = time.perf_counter()
-        log = self.out / f"{step}.log"
         try:
             res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                                  env={**os.environ, **(env or {})})  # fmt: skip
             ok, stdout, stderr = res.returncode == 0, res.stdout, res.stderr
         except subprocess.TimeoutExpired as exc:
             ok, stdout = False, _text(exc.stdout)
-            stderr = _text(exc.stderr) + f"\ntimed out after {timeout:.0f} s"
-        log.write_text(f"$ {' '.join(cmd)}\n{stdout}\n--- stderr ---\n{stderr}")
+            stderr = _text(exc.stderr) + f"\nstopped at its cap, {timeout:.0f} s"
+        with open(self.out / f"{step}.log", "a") as log:
+            log.write(f"$ {' '.join(cmd)}\n{stdout}\n--- stderr ---\n{stderr}\n")
         return ok, time.perf_counter() - start, stdout
 
     def summary(self) -> None:
         lines = ["| step | ok | seconds | figures |", "|---|---|---|---|"]
         for row in self.rows:
             figs = ", ".join(f"{k} {_fmt(v)}" for k, v in row.items()
-                             if k not in ("step", "ok", "seconds", "table"))  # fmt: skip
+                             if k not in ("step", "ok", "seconds", "table", "per_generation"))  # fmt: skip
             lines.append(f"| {row['step']} | {'yes' if row['ok'] else '**no**'} | "
                          f"{row['seconds']} | {figs} |")  # fmt: skip
         for row in self.rows:
@@ -127,29 +159,30 @@ def step_env(check: Check) -> bool:
     code = ("import json, torch; print(json.dumps({'torch': torch.__version__, "
             "'cuda': torch.version.cuda, 'cuda_available': torch.cuda.is_available(), "
             "'gpu': torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}))")  # fmt: skip
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=check.cap("env") + STOP_S)  # fmt: skip
     info = json.loads(res.stdout) if res.returncode == 0 else {"error": res.stderr[-500:]}
     smi = shutil.which("nvidia-smi")
     if smi:
         info["nvidia_smi"] = subprocess.run(
-            [smi, "-L"], capture_output=True, text=True
+            [smi, "-L"], capture_output=True, text=True, timeout=10
         ).stdout.strip()
     info["python"] = sys.version.split()[0]
     check.record("env", res.returncode == 0, time.perf_counter() - start, **info)
     return bool(info.get("cuda_available"))
 
 
-def _bench(check: Check, step: str, args: list[str], timeout: float) -> list[dict]:
-    sampler = _GpuSampler(check.out / f"{step}_gpu.csv")
+def _bench(check: Check, step: str, args: list[str], timeout: float, env=None) -> list[dict]:
+    """``bench`` with ``args``; its JSON lines, and the step's figures and table recorded."""
+    sampler = _GpuSampler(check.out / "gpu.csv", step)
     try:
         ok, seconds, stdout = check.run(step, [sys.executable, "-m", "connect_zero_pipeline",
-                                               "bench", *args], timeout)  # fmt: skip
+                                               "bench", *args], timeout, env=env)  # fmt: skip
     finally:
         util = sampler.stop()
     lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
-    (check.out / f"{step}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    figures = {"lines": len(lines), **util}
-    check.record(step, ok and bool(lines), seconds, **figures, table=_bench_table(lines))
+    check.record(step, ok and bool(lines), seconds, lines=len(lines), **util,
+                 table=_bench_table(lines))  # fmt: skip
     return lines
 
 
@@ -173,38 +206,37 @@ def _bench_table(lines: list[dict]) -> list[str]:
 
 
 class _GpuSampler:
-    """``nvidia-smi`` utilisation samples every 0.5 s while a step runs (none without it)."""
+    """``nvidia-smi`` utilisation samples every 0.5 s while a step runs, appended to one
+    CSV with the step's name (none without ``nvidia-smi``)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, step: str):
         smi = shutil.which("nvidia-smi")
-        self.path, self.proc = path, None
+        self.path, self.step, self.proc = path, step, None
         if smi:
-            self.file = open(path, "w")  # noqa: SIM115 (closed by stop())
             self.proc = subprocess.Popen(
                 [smi, "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits",
-                 "-lms", "500"], stdout=self.file, stderr=subprocess.DEVNULL)  # fmt: skip
+                 "-lms", "500"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
 
     def stop(self) -> dict:
         if self.proc is None:
             return {}
         self.proc.terminate()
-        self.proc.wait()
-        self.file.close()
-        rows = [r.split(",") for r in self.path.read_text().splitlines() if r.strip()]
-        util = [float(r[0]) for r in rows if r[0].strip().replace(".", "").isdigit()]
-        mem = [float(r[1]) for r in rows if len(r) > 1 and r[1].strip().replace(".", "").isdigit()]
-        if not util:
+        out, _ = self.proc.communicate()
+        rows = [[x.strip() for x in r.split(",")] for r in out.splitlines() if r.strip()]
+        rows = [r for r in rows if len(r) == 2 and all(x.replace(".", "").isdigit() for x in r)]
+        with open(self.path, "a") as f:
+            f.writelines(f"{self.step},{u},{m}\n" for u, m in rows)
+        if not rows:
             return {}
+        util, mem = [float(r[0]) for r in rows], [float(r[1]) for r in rows]
         busy = [u for u in util if u > 0]
         return {"gpu_util_mean": sum(util) / len(util), "gpu_util_busy_mean":
-                sum(busy) / max(len(busy), 1), "gpu_mem_max_mib": max(mem, default=0.0)}  # fmt: skip
+                sum(busy) / max(len(busy), 1), "gpu_mem_max_mib": max(mem)}  # fmt: skip
 
 
 def project_copy(dest: Path) -> Path:
     """A copy of the project's conf/, data skeleton and public sets: runs write there."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True)  # a folder that exists is refused: nothing is overwritten
     shutil.copytree(REPO / "conf", dest / "conf", ignore=shutil.ignore_patterns("local"))
     (dest / "conf" / "local").mkdir()
     db = dest / "mlflow.db"
@@ -222,79 +254,121 @@ def project_copy(dest: Path) -> Path:
     return dest
 
 
-def _generation_metrics(project: Path) -> dict[int, tuple[float, dict]]:
-    """``{generation: (mtime, evaluate metrics)}`` of the run in ``project`` so far."""
+def _metrics(project: Path, stage: str) -> dict[int, tuple[float, dict]]:
+    """``{generation: (mtime, <stage> metrics)}`` of the run in ``project`` so far."""
     found = {}
-    for path in (project / "data/08_reporting").glob("gen_*/eval_metrics.json/*/eval_metrics.json"):
-        gen = int(path.parts[-4].split("_")[1])
+    pattern = f"gen_*/{stage}_metrics.json/*/{stage}_metrics.json"
+    for path in (project / "data/08_reporting").glob(pattern):
         try:
-            found[gen] = (path.stat().st_mtime, json.loads(path.read_text()))
+            found[int(path.parts[-4].split("_")[1])] = (path.stat().st_mtime,
+                                                        json.loads(path.read_text()))  # fmt: skip
         except (OSError, ValueError):  # being written
             continue
     return found
 
 
-def _reached(metrics: dict, sims: int) -> dict:
-    weak = {s: metrics.get(f"bench.{s}.mcts{sims}.weak_mistake_rate") for s in PUBLIC_SETS}
-    return {
-        "acc": metrics.get("solver.acc", 0.0) >= TARGET_ACC,
-        "pons": all(w is not None and w <= TARGET_WEAK for w in weak.values()),
-        "weak": weak,
-    }
+def _weak(metrics: dict, sims: int) -> dict[str, float | None]:
+    return {s: metrics.get(f"bench.{s}.mcts{sims}.weak_mistake_rate") for s in PUBLIC_SETS}
 
 
-def _watch(proc, project: Path, start_wall: float, cap_s: float, sims: int, watch: bool):
-    """Poll the run's evaluation files until it ends, the cap, or (``watch``) both targets;
-    returns ``{"acc" | "pons": seconds from the start to the first generation reaching it}``."""
-    first: dict[str, float] = {}
-    deadline = time.perf_counter() + cap_s
-    while proc.poll() is None and time.perf_counter() < deadline:
-        time.sleep(2.0)
-        for _gen, (mtime, metrics) in sorted(_generation_metrics(project).items()):
-            hit = _reached(metrics, sims)
-            for name in ("acc", "pons"):
-                if hit[name] and name not in first:
-                    first[name] = mtime - start_wall
-        if watch and len(first) == 2:
-            break
-    return first
+def _reached(metrics: dict, sims: int) -> dict[str, bool]:
+    weak = _weak(metrics, sims)
+    return {"acc": metrics.get("solver.acc", 0.0) >= TARGET_ACC,
+            "pons": all(w is not None and w <= TARGET_WEAK for w in weak.values())}  # fmt: skip
 
 
-def step_run(check: Check, step: str, params: dict, cap_s: float, sims: int, watch: bool) -> None:
-    """``kedro run --env gpu`` in a project copy; with ``watch``, stopped when both targets
-    are reached (the time to each is the generation's evaluation file's time)."""
-    project = project_copy(check.out / step)
-    cmd = [str(Path(sys.executable).with_name("kedro")), "run", "--env", "gpu",
-           "--params", params_arg(params)]  # fmt: skip
-    with open(check.out / f"{step}.log", "w") as log:
-        start_wall = time.time()
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=project, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "TQDM_DISABLE": "1"})  # fmt: skip
-        first = _watch(proc, project, start_wall, cap_s, sims, watch)
-        stopped = proc.poll() is None
-        if stopped:  # the targets reached, or the cap: Ctrl-C, as a person would
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    gens = _generation_metrics(project)
-    last = gens[max(gens)][1] if gens else {}
-    ok = (proc.returncode == 0 or stopped) and bool(gens)
-    table = ["| generation | s since start | solver.acc | " + " | ".join(
-        f"{s} MCTS-{sims} weak" for s in PUBLIC_SETS) + " |", "|---|---|---|---|---|"]  # fmt: skip
-    for gen, (mtime, m) in sorted(gens.items()):
-        weak = _reached(m, sims)["weak"]
-        table.append(f"| {gen} | {mtime - start_wall:.0f} | {m.get('solver.acc', float('nan')):.3f} | "
-                     + " | ".join(_fmt(weak[s]) for s in PUBLIC_SETS) + " |")  # fmt: skip
+def generation_rows(project: Path, start_wall: float, sims: int) -> list[dict]:
+    """Per generation so far: seconds since the start (its evaluation's end), the stages'
+    seconds, ``solver.acc`` and MCTS-``sims`` weak mistakes on the public sets."""
+    evals = _metrics(project, "eval")
+    plays, trains = _metrics(project, "selfplay"), _metrics(project, "train")
+    rows = []
+    for gen, (mtime, m) in sorted(evals.items()):
+        play, train = plays.get(gen, (0, {}))[1], trains.get(gen, (0, {}))[1]
+        rows.append({"generation": gen, "since_start_s": round(mtime - start_wall, 1),
+                     "selfplay_s": play.get("seconds"), "compile_s": play.get("compile_s"),
+                     "train_s": train.get("train_seconds"), "evaluate_s": m.get("evaluate.seconds"),
+                     "solver_acc": m.get("solver.acc"),
+                     **{f"weak_{s}": w for s, w in _weak(m, sims).items()}})  # fmt: skip
+    return rows
+
+
+def step_run(check: Check, step: str, params: dict, sims: int, watch: bool,
+             keep: Path | None) -> None:  # fmt: skip
+    """``kedro run --env gpu`` in a project copy outside OUT (a temporary folder, or
+    ``keep``), stopped at its cap (and, with ``watch``, once both targets are reached); its
+    log is ``OUT/<step>.log``."""
+    cap = check.cap(step)
+    with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
+        project = project_copy((keep or Path(tmp)) / "project")
+        cmd = [str(Path(sys.executable).with_name("kedro")), "run", "--env", "gpu",
+               "--params", params_arg(params)]  # fmt: skip
+        sampler = _GpuSampler(check.out / "gpu.csv", step)
+        first: dict[str, float] = {}
+        with open(check.out / f"{step}.log", "w") as log:
+            log.write(f"$ {' '.join(cmd)}\n")
+            log.flush()
+            start_wall, start = time.time(), time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=project, stdout=log, stderr=subprocess.STDOUT,
+                                    env={**os.environ, "TQDM_DISABLE": "1"})  # fmt: skip
+            while proc.poll() is None and time.perf_counter() - start < cap:
+                time.sleep(1.0)
+                for _gen, (mtime, m) in sorted(_metrics(project, "eval").items()):
+                    for name, hit in _reached(m, sims).items():
+                        if hit and name not in first:
+                            first[name] = round(mtime - start_wall, 1)
+                if watch and len(first) == 2:
+                    break
+            stopped = proc.poll() is None
+            if stopped:  # its cap, or both targets: Ctrl-C, as a person would
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=STOP_S * 0.6)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        util = sampler.stop()
+        rows = generation_rows(project, start_wall, sims)
+    last = rows[-1] if rows else {}
+    ok = (proc.returncode == 0 or stopped) and bool(rows)
+    table = ["| generation | s since start | self-play s | compile s | train s | evaluate s | "
+             "solver.acc | " + " | ".join(f"{s} MCTS-{sims} weak" for s in PUBLIC_SETS) + " |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        cells = [r["generation"], r["since_start_s"], r["selfplay_s"], r["compile_s"],
+                 r["train_s"], r["evaluate_s"], r["solver_acc"],
+                 *(r[f"weak_{s}"] for s in PUBLIC_SETS)]  # fmt: skip
+        table.append("| " + " | ".join("-" if c is None else _fmt(c) for c in cells) + " |")
     check.record(
-        step, ok, time.perf_counter() - start,
-        generations=len(gens), stopped_at_cap=stopped and len(first) < 2,
-        seconds_to_acc=first.get("acc"), seconds_to_pons=first.get("pons"),
-        last_solver_acc=last.get("solver.acc"), table=table,
+        step, ok, time.perf_counter() - start, cap_s=round(cap), generations=len(rows),
+        stopped_at_cap=stopped and len(first) < 2, seconds_to_acc=first.get("acc"),
+        seconds_to_pons=first.get("pons"), last_solver_acc=last.get("solver_acc"),
+        first_generation_s=rows[0]["since_start_s"] if rows else None,
+        per_generation=rows, **util, table=table,
     )  # fmt: skip
+
+
+def step_tests(check: Check, cuda: bool) -> None:
+    if not cuda:
+        check.record("cuda_tests", True, 0.0, skipped="no CUDA")
+        return
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
+           *CUDA_TESTS]  # fmt: skip
+    ok, seconds, _ = check.run("cuda_tests", cmd, check.cap("cuda_tests"))
+    check.record("cuda_tests", ok, seconds, cuda=cuda)
+
+
+def step_compiled(check: Check, args: list[str], backend: str) -> None:
+    """The compiled cell, cold then warm, with one fresh inductor cache."""
+    with tempfile.TemporaryDirectory(prefix="inductor_") as cache:
+        env = {"TORCHINDUCTOR_CACHE_DIR": cache}
+        for run in ("cold", "warm"):
+            cap = check.cap("bench_compiled") if run == "cold" else check.left() - STOP_S
+            if cap < 5:
+                check.record(f"bench_compiled_{run}", False, 0.0, skipped="no time left")
+                continue
+            _bench(check, f"bench_compiled_{run}", [*args, "--ways", "compiled", "--compile",
+                                                   backend], cap, env=env)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,44 +377,43 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("out", type=Path, help="folder for the results (created)")
     parser.add_argument("--tiny", action="store_true", help="smoke sizes, any device (CI)")
-    parser.add_argument(
-        "--cap-minutes",
-        type=float,
-        default=8.0,
-        help="time-to-target run: stop after this long (default 8)",
-    )
-    parser.add_argument("--sizes", default="512,16384,65536", help="bench selfplay batches")
+    parser.add_argument("--budget", type=float, default=540.0,
+                        help="seconds the whole check may take (default 540)")  # fmt: skip
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="make the time-to-target run's project copy in this new folder "
+                        "and keep it (default: a temporary folder, removed)")  # fmt: skip
     args = parser.parse_args(argv)
-    check = Check(args.out.resolve())
+    if args.budget < MIN_BUDGET:
+        parser.error(f"--budget {args.budget:g}: at least {MIN_BUDGET:g} seconds")
+    check = Check(args.out.resolve(), args.budget)
+    if args.tiny:  # the plan's caps, at the start, fit the budget with their stop margins
+        caps, left = {}, args.budget
+        for step in STEPS:
+            caps[step] = round(plan(args.budget, left, step), 1)
+            left -= caps[step] + STOP_S
+        check.record("plan", left >= -1e-6 and all(c >= 1 for c in caps.values()), 0.0,
+                     budget=args.budget, caps=caps)  # fmt: skip
     cuda = step_env(check)
-    if cuda or not args.tiny:
-        ok, seconds, _ = check.run("cuda_tests", [sys.executable, "-m", "pytest", "-m", "gpu",
-                                                  "-q", "-p", "no:cacheprovider", *CUDA_TESTS],
-                                   600)  # fmt: skip
-        check.record("cuda_tests", ok, seconds, cuda=cuda)
-    else:  # --tiny without a GPU: the CUDA parts are skipped
-        check.record("cuda_tests", True, 0.0, skipped="no CUDA")
+    device = "cuda" if cuda else "cpu"
     if args.tiny:
-        # The compiled cells have their own test (tests/bench): here the step's plumbing.
-        _bench(check, "bench_selfplay", ["selfplay", "--quick", "--sizes", "32",
-                                          "--compile", "off"], 600)  # fmt: skip
-        if cuda:
-            _bench(check, "bench_train", ["train", "--quick"], 600)
-        else:
-            check.record("bench_train", True, 0.0, skipped="no CUDA")
-        device = "cuda" if cuda else "cpu"
-        tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")},
-                "selfplay.node.compile": "on" if cuda else "eager"}  # fmt: skip
-        step_run(check, "time_to_target", tiny, 600, sims=2, watch=False)
+        tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")}}
+        step_run(check, "time_to_target", tiny, sims=2, watch=False, keep=args.keep)
+        cells = ["selfplay", "--quick", "--sizes", "32"]
+        _bench(check, "bench_eager", [*cells, "--ways", "host_sync,device"],
+               check.cap("bench_eager"))  # fmt: skip
+        step_tests(check, cuda)
+        step_compiled(check, cells, "inductor" if cuda else "eager")
     else:
-        _bench(check, "bench_selfplay", ["selfplay", "--sizes", args.sizes, "--sims", "16,64"], 900)
-        _bench(check, "bench_train", ["train"], 600)
-        step_run(check, "kedro_tiny", {**TINY, "selfplay.node.compile": "on"}, 600, sims=2,
-                 watch=False)  # fmt: skip
-        step_run(check, "time_to_target", {"evaluate.benchmark.sims": [600]},
-                 args.cap_minutes * 60, sims=600, watch=True)  # fmt: skip
-    print(f"gpu_check: {args.out / 'summary.md'}")
-    return 0 if all(r["ok"] for r in check.rows) else 1
+        step_run(check, "time_to_target", {"evaluate.benchmark.sims": [600]}, sims=600,
+                 watch=True, keep=args.keep)  # fmt: skip
+        recipe = ["--model", RECIPE["model"], "--sims", RECIPE["sims"]]
+        _bench(check, "bench_eager", ["selfplay", "--sizes", "16384,65536", *recipe, "--ways",
+                                      "host_sync,device"], check.cap("bench_eager"))  # fmt: skip
+        step_tests(check, cuda)
+        step_compiled(check, ["selfplay", "--sizes", "16384", *recipe], "inductor")
+    total = time.perf_counter() - check.start
+    print(f"gpu_check: {total:.0f} s of a {args.budget:.0f} s budget; {args.out / 'summary.md'}")
+    return 0 if all(r["ok"] for r in check.rows if "skipped" not in r) else 1
 
 
 if __name__ == "__main__":

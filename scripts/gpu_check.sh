@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The first run on a machine with an NVIDIA GPU, in one command (docs/gpu.md):
-#   scripts/gpu_check.sh OUT [--cap-minutes 8] [--sizes 512,16384,65536]
-#   scripts/gpu_check.sh OUT --tiny     # every step at smoke sizes, on any device
-# Writes OUT/results.jsonl (one JSON line a step) and OUT/summary.md; exit 1 if a step failed.
+# The first look at a machine with an NVIDIA GPU, in one command, inside a budget (docs/gpu.md):
+#   scripts/gpu_check.sh OUT [--budget 540]   # seconds in all (default 540: 9 minutes)
+#   scripts/gpu_check.sh OUT --tiny           # every step at smoke sizes, on any device
+# Writes OUT/results.jsonl (a JSON line a step, as it ends) and OUT/summary.md; exit 1 if a step failed.
 # Needs the project installed: make setup, or offline scripts/offline_wheels.sh install.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -221,3 +221,16 @@ def test_kedro_mlflow_s_repeated_closing_line_is_said_once():
     finally:
         logger.removeHandler(handler)
     assert seen == ["closed r1", "closed parent", "closed r1"]
+
+
+def test_the_last_generation_s_stages_are_timed():
+    from connect_zero_pipeline.summary import time_line
+
+    assert time_line({"solver.acc": 0.5}) is None
+    metrics = {"selfplay.seconds": 31.6, "selfplay.compile_s": 25.2, "train.train_seconds": 6.0,
+               "evaluate.seconds": 4.4}  # fmt: skip
+    assert time_line(metrics) == (
+        "time: self-play 32 s (compiling the search 25 s), training 6 s, evaluation 4 s"
+    )
+    del metrics["selfplay.compile_s"]
+    assert time_line(metrics) == "time: self-play 32 s, training 6 s, evaluation 4 s"

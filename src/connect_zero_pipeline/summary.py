@@ -22,6 +22,7 @@ from .naming import (
     EVAL_STAGE,
     GENERATION,
     HEADLINE,
+    METRICS_SUFFIX,
     NOTE_TAG,
     headline_line,
     parse_step,
@@ -144,6 +145,8 @@ def render(
                 lines.append(line)
         if recipe_changes is not None and REFERENCE["metric"] in metrics:
             lines.append(f"- {reference_line(metrics[REFERENCE['metric']], recipe_changes)}")
+        if (times := time_line(metrics)) is not None:
+            lines.append(f"- {times}")
         table = public_sets_table(metrics)
         if table:
             lines += ["", "Pons' public sets (strict accuracy / weak mistakes):", "", *table]
@@ -262,9 +265,33 @@ def _path(dataset) -> str | None:
         return str(path)
 
 
+TIMES = (
+    ("self-play", "selfplay.seconds"),
+    ("compiling the search", "selfplay.compile_s"),
+    ("training", "train.train_seconds"),
+    ("evaluation", "evaluate.seconds"),
+)
+"""The stages of a generation the summary times (the compile is part of self-play)."""
+
+
+def time_line(metrics: dict[str, float]) -> str | None:
+    """``time: self-play 12 s (compiling the search 3 s), training 20 s, evaluation 5 s``."""
+    have = {label: metrics[key] for label, key in TIMES if key in metrics}
+    if not have:
+        return None
+    parts = []
+    for label, seconds in have.items():
+        if label == "compiling the search" and parts:
+            parts[-1] += f" ({label} {seconds:.0f} s)"
+        else:
+            parts.append(f"{label} {seconds:.0f} s")
+    return "time: " + ", ".join(parts)
+
+
 def last_generation(pipeline, catalog) -> tuple[str, dict[str, float]] | None:
     """The highest generation (or REINFORCE chunk) of ``pipeline`` with an evaluation-metrics
-    output, and its metrics."""
+    output, and its metrics, with its other stages' metrics under their stage's prefix
+    (``selfplay.seconds``)."""
     best = None
     for name in pipeline.all_outputs():
         namespace = name.rpartition(".")[0]
@@ -274,11 +301,18 @@ def last_generation(pipeline, catalog) -> tuple[str, dict[str, float]] | None:
     if best is None:
         return None
     try:
-        metrics = catalog.load(best[2])
+        metrics = _float_metrics(catalog.load(best[2]))
     except Exception as exc:  # a failed run does not get here; say what is missing
         log.warning("No summary metrics: %s could not be read (%s)", best[2], exc)
         return None
-    return best[1], _float_metrics(metrics)
+    outputs = pipeline.all_outputs()
+    for stage in ("selfplay", "train"):
+        name = f"{best[1]}.{stage}{METRICS_SUFFIX}"
+        if name in outputs:
+            metrics.update(
+                {f"{stage}.{k}": v for k, v in _float_metrics(catalog.load(name)).items()}
+            )
+    return best[1], metrics
 
 
 def _float_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from connect_zero_pipeline.bench.selfplay import run
+from connect_zero_pipeline.core.mcts import descent_bound
 
 FIGURES = ["positions_per_s", "evals_per_s", "host_syncs_per_move", "aten_ops_per_move",
            "bytes_per_slot"]  # fmt: skip
@@ -24,7 +25,11 @@ def test_bench_selfplay_counts_the_host_syncs_and_graph_calls_of_every_way():
     for batch in (32,):
         # Without host sync, none in the whole move; with it, several per simulation.
         assert value[batch, 8, "device", "host_syncs_per_move"] == 0
-        assert value[batch, 8, "compiled", "host_syncs_per_move"] == 0
+        # The compiled descent's loop counter lives on the CPU and is read there (at most one
+        # read a level and one a simulation; test_compiled runs it on the meta device: no
+        # device value is read).
+        levels = sum(descent_bound(s) + 2 for s in range(1, 9))
+        assert 0 < value[batch, 8, "compiled", "host_syncs_per_move"] <= levels
         assert value[batch, 8, "host_sync", "host_syncs_per_move"] > 8
         # The fixed shapes run every level and evaluate every leaf: more ops.
         assert (

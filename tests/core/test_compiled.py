@@ -157,6 +157,20 @@ def test_a_self_play_move_runs_on_the_meta_device(kind):
     assert _draws_per_step(cfg.mcts) > 7
 
 
+@pytest.mark.parametrize("kind", ["gumbel", "puct"])
+def test_a_compiled_search_runs_on_the_meta_device(kind):
+    # Its only host reads are of the rolled descent's counter and bound, which live on the
+    # CPU: a read of a device value would fail on `meta`, which has none.
+    meta = torch.device("meta")
+    evaluate_fn = torch_evaluate_fn(build_model("tiny").to(meta), meta)
+    state = initial_state(6, meta)
+    cfg = MCTSConfig(sims=8, search=kind)
+    search(state, evaluate_fn, cfg, host_sync=False)  # the bitboard's tables, made eagerly
+    gumbel = torch.zeros(6, 7, device=meta) if kind == "gumbel" else None
+    result = CompiledSearch(cfg, backend="eager")(state, evaluate_fn, gumbel=gumbel)
+    assert result.visit_counts.device == meta and result.visit_counts.shape == (6, 7)
+
+
 def test_a_training_step_runs_on_the_meta_device():
     meta = torch.device("meta")
     net = build_model("tiny").to(meta).train()

@@ -17,11 +17,13 @@ self-play-like positions, then the chosen moves are played. For each ``B`` and
 
 Figures per cell, from one timed move after a warm-up move (a move at B = 16384
 takes a minute on two cores): ``positions_per_s`` (games moved per second),
-``evals_per_s`` (boards through the network per second), ``host_syncs_per_move`` and
-``aten_ops_per_move`` (counted with ``torch.profiler`` on a third move: the calls of
-``aten::_local_scalar_dense`` (what ``item``, ``bool`` and ``int`` of a tensor call) and
-``aten::nonzero``, each a device-to-host synchronisation on CUDA; and every ``aten::``
-op, a proxy for kernel launches), and ``bytes_per_slot`` (peak CUDA memory of the move
+``evals_per_s`` (boards through the network per second), ``host_syncs_per_move`` (on
+CUDA torch's own count of synchronising calls, ``torch.cuda.set_sync_debug_mode``; on the
+CPU, a proxy: the calls of ``aten::_local_scalar_dense``, what ``item``, ``bool`` and
+``int`` of a tensor call, and ``aten::nonzero``, each a synchronisation on CUDA for a device
+tensor; the compiled descent's loop counter, a CPU tensor, is counted there too), and
+``aten_ops_per_move`` (``torch.profiler``: every ``aten::`` op, a proxy for kernel
+launches), both on a move after a warm-up move, and ``bytes_per_slot`` (peak CUDA memory of the move
 per game on a GPU, the search tree's tensors per game on the CPU).
 
 Compiled cells add:
@@ -41,7 +43,8 @@ Compiled cells add:
 Torch runs the recipe's one thread on the CPU. The network is ``tiny``, so that
 ``B = 16384`` stays within minutes on two cores; ``--model`` names another preset.
 ``--quick``: ``B`` in 32 and 128, 8 simulations. ``--sizes`` and ``--sims`` override
-the grid (``scripts/gpu_check.sh``: B up to 65,536).
+the grid (``scripts/gpu_check.sh``: B up to 65,536), ``--ways`` picks the ways
+(``gpu_check`` runs the eager ones first and the compiled one last).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from .mcts import _roots
 SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 """Calls that read a device value on the host: each is a synchronisation on CUDA (``item``,
 ``is_nonzero`` and ``bool`` all end in ``_local_scalar_dense``: counted once)."""
+WAYS = ("host_sync", "device", "compiled")
 KERNEL_MARKS = ("cpp_fused", "triton_")
 """Profiler event names of inductor's generated kernels (CPU, CUDA)."""
 
@@ -79,31 +83,45 @@ OPTIONS = [
         help="The compiled "
         "cells' torch.compile backend (eager or aot_eager trace only; off skips them).",
     ),
+    click.Option(["--ways"], help="Which ways, e.g. host_sync,device (default: all three)."),
 ]
 """``bench selfplay``'s options besides ``--quick``."""
 
 
-def count_ops(fn) -> tuple[int, int]:
-    """``(host syncs, aten ops)`` of one call of ``fn()`` (torch.profiler, on the CPU)."""
-    return _profile(fn)[:2]
+def count_ops(fn, cuda: bool = False) -> tuple[int, int]:
+    """``(host syncs, aten ops)`` of one call of ``fn()`` (:func:`_profile`)."""
+    return _profile(fn, cuda)[:2]
 
 
 def _profile(fn, cuda: bool = False) -> tuple[int, int, int]:
-    """``(host syncs, aten ops, kernels)`` of one call of ``fn()``: kernels are the CUDA
-    kernels with ``cuda``, else generated-kernel calls plus aten ops."""
+    """``(host syncs, aten ops, kernels)`` of one call of ``fn()``: on CUDA the syncs are
+    torch's own count of synchronising calls (``set_sync_debug_mode``) and the kernels the
+    CUDA kernels; on the CPU the syncs are the calls of :data:`SYNC_OPS` (reads that would
+    synchronise on CUDA, and reads of CPU tensors such as a compiled descent's loop counter)
+    and the kernels generated-kernel calls plus aten ops."""
+    import warnings
+
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities) as prof:
-        fn()
+    with profile(activities=activities) as prof, warnings.catch_warnings(record=True) as seen:
         if cuda:
+            warnings.simplefilter("always")
             torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
+                torch.cuda.synchronize()
     events = prof.key_averages()
-    syncs = sum(e.count for e in events if e.key in SYNC_OPS)
     aten = sum(e.count for e in events if e.key.startswith("aten::"))
     if cuda:
+        syncs = sum("synchroniz" in str(w.message) for w in seen)
         kernels = sum(e.count for e in events if str(e.device_type).endswith("CUDA"))
     else:
+        syncs = sum(e.count for e in events if e.key in SYNC_OPS)
         kernels = aten + sum(e.count for e in events if any(m in e.key for m in KERNEL_MARKS))
     return syncs, aten, kernels
 
@@ -127,6 +145,13 @@ def run(args) -> Iterator[dict]:
     torch.manual_seed(0)
     model = build_model(preset).eval().to(device)
     ways = [("host_sync", True), ("device", False)] + ([("compiled", False)] * (backend != "off"))
+    if getattr(args, "ways", None):
+        wanted = str(args.ways).split(",")
+        unknown = sorted(set(wanted) - set(WAYS))
+        if unknown:
+            raise click.BadParameter(f"{', '.join(unknown)}: the ways are {', '.join(WAYS)}",
+                                     param_hint="--ways")  # fmt: skip
+        ways = [w for w in ways if w[0] in wanted]
     for batch in sizes:
         roots = _roots(batch, 10, seed=batch)
         roots = type(roots)(*(x.to(device) for x in roots))
@@ -178,7 +203,8 @@ def _eager_cell(model, roots, cfg: MCTSConfig, host_sync: bool, extra: dict) -> 
         result = search(roots, evaluate_fn, cfg, host_sync=host_sync)
         return play(roots, result.action, validate=False), result
 
-    syncs, ops = count_ops(move)  # also the warm-up: allocator, kernels
+    count_ops(move, device.type == "cuda")  # the warm-up: allocator, kernels, cached tables
+    syncs, ops = count_ops(move, device.type == "cuda")
     evals[0] = 0
     seconds, per_slot, _ = _timed(move, device, batch)
     yield figure("selfplay", "positions_per_s", batch / seconds, unit="1/s", **extra)

@@ -11,8 +11,9 @@ gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID`` (see
 whose runs predate manifests, the newest version of each file. Prints one row
 per generation: solver-set accuracy (strict and weak, by ply bucket), cross
 entropy, value sign accuracy, win rates against RandomPunisher (network alone
-and MCTS), the score against the previous generation, the self-play positions
-and the seconds of self-play and training. The table in ``docs/results.md`` is this output.
+and MCTS), the score against the previous generation, the self-play positions,
+the seconds of self-play (of which compiling the search, where it was compiled), training
+and evaluation, and their running sum. The table in ``docs/results.md`` is this output.
 """
 
 from __future__ import annotations
@@ -37,8 +38,14 @@ COLUMNS = [
     ("vs previous", "gate.score"),
     ("self-play positions", "selfplay.positions"),
     ("self-play s", "selfplay.seconds"),
+    ("compile s", "selfplay.compile_s"),
     ("train s", "train.train_seconds"),
+    ("eval s", "evaluate.seconds"),
+    ("s so far", None),
 ]
+TIMED = ("selfplay.seconds", "train.train_seconds", "evaluate.seconds")
+"""A generation's stages, timed: ``s so far`` is their running sum (the compile seconds are
+part of self-play's), so the time to any target reads off the table."""
 
 
 def generation_metrics(project: Path, generation: int, stage: str, run_id: str | None
@@ -62,7 +69,7 @@ def _cell(value, key: str) -> str:
         return "-"
     if key in ("selfplay.positions",):
         return f"{int(value):,}"
-    if key.endswith("seconds"):
+    if key.endswith(("seconds", "_s")):
         return f"{value:.0f}"
     return f"{value:.3f}"
 
@@ -70,7 +77,7 @@ def _cell(value, key: str) -> str:
 def curve_table(project: Path, run_id: str | None) -> str:
     """The Markdown table of run ``run_id`` (None: the newest versions) in ``project``."""
     rows = []
-    k = 1
+    k, so_far = 1, 0.0
     while True:
         stages = {
             s: generation_metrics(project, k, s, run_id) for s in ("eval", "selfplay", "train")
@@ -81,8 +88,11 @@ def curve_table(project: Path, run_id: str | None) -> str:
         for stage in ("selfplay", "train"):
             flat.update({f"{stage}.{key}": v for key, v in (stages[stage] or {}).items()})
         cells = [str(k)]
+        so_far += sum(flat.get(key) or 0.0 for key in TIMED)
         for title, key in COLUMNS[1:]:
-            if title == "begin / middle / end":
+            if title == "s so far":
+                cells.append(_cell(so_far, "seconds"))
+            elif title == "begin / middle / end":
                 cells.append(
                     " / ".join(
                         _cell(flat.get(f"solver.acc_{b}"), "x") for b in ("begin", "middle", "end")

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bitboard import State, to_boards
-from .config import check, check_loss_weight, check_lr, torch_threads
+from .config import check, check_loss_weight, check_lr, tensor_cores, torch_threads
 from .progress import progress_bar as _bar
 
 log = logging.getLogger(__name__)
@@ -311,7 +311,7 @@ def train_model(
         steps = _bar(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
     perm = torch.randperm(n, generator=gen).to(device)
-    with torch_threads(num_threads):
+    with torch_threads(num_threads), tensor_cores(device):
         for step in steps:
             k = step % steps_per_epoch
             if k == 0 and step:

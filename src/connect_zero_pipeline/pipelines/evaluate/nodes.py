@@ -7,11 +7,12 @@ into configs and catalog entries into its arguments.
 from __future__ import annotations
 
 import logging
+import time
 
 import pandas as pd
 from torch import nn
 
-from ...core.config import resolve_device
+from ...core.config import resolve_device, tensor_cores
 from ...core.evaluation import evaluate_candidate
 from ...core.inference import make_evaluate_fn
 from ...core.pons_files import label_positions
@@ -19,6 +20,9 @@ from ...params.schema import parse_section
 from ..pons.nodes import pons_labeller
 
 log = logging.getLogger(__name__)
+
+EVALUATE_SECONDS = "evaluate.seconds"
+"""The evaluation's wall time, among its metrics (which carry no stage prefix)."""
 
 SET_COLUMN = "set"
 """The column of ``public_sets_labelled`` that names each row's set."""
@@ -63,9 +67,12 @@ def evaluate_generation(
         str(name): table.drop(columns=SET_COLUMN).reset_index(drop=True)
         for name, table in public_sets.groupby(SET_COLUMN, sort=False)
     }
-    accepted, metrics = evaluate_candidate(
-        candidate, new_fn, old_fn, positions, sets, cfg, generation=generation, device=device
-    )
+    start = time.perf_counter()
+    with tensor_cores(device):
+        accepted, metrics = evaluate_candidate(
+            candidate, new_fn, old_fn, positions, sets, cfg, generation=generation, device=device
+        )
+    metrics[EVALUATE_SECONDS] = time.perf_counter() - start
     log.info(
         "Generation %d: solver acc %.3f, ce %.3f | vs RandomPunisher: policy %.3f, mcts %.3f | "
         "vs previous %.3f%s",
