@@ -26,8 +26,9 @@ def test_the_table_has_one_row_per_generation_of_the_run(tmp_path):
     assert table[2].startswith("| 1 | 0.500 | 0.600 |") and "| 1,234 | 10 |" in table[2]
     assert table[3].startswith("| 2 | 0.600 | 0.700 |")
     assert curve_table(tmp_path, other).count("\n") == 2  # the other run: one generation
-    assert table[2].endswith("| 1,234 | 10 | - | - | - | 10 |")  # no compile, train or eval
-    assert table[3].endswith("| 1,234 | 10 | - | - | - | 19 |")  # seconds so far
+    # Columns no generation has (compile, train, eval, and so no running sum): left out.
+    assert table[0].endswith("| self-play positions | self-play s |")
+    assert table[2].endswith("| 1,234 | 10 |") and table[3].endswith("| 1,234 | 10 |")
     write_manifest(tmp_path, {"run_id": ours, "status": "finished", "pipelines": ["alphazero"],
                               "started": "2026-01-01T00:00:00+0000",
                               "params": {"alphazero": {"num_generations": 2}}})  # fmt: skip
@@ -50,7 +51,9 @@ def test_each_generation_s_stages_are_timed_and_summed(tmp_path):
         _write(tmp_path, gen, "selfplay", run, {"positions": 10.0, "seconds": 30.0,
                                                 "compile_s": 25.0 if gen == 1 else 0.0})  # fmt: skip
         _write(tmp_path, gen, "train", run, {"train_seconds": 6.0})
-    header, _, first, second = curve_table(tmp_path, run).splitlines()
+    _write(tmp_path, 3, "eval", run, {"solver.acc": 0.5})  # a stage not timed: no sum from here
+    header, _, first, second, third = curve_table(tmp_path, run).splitlines()
     assert header.endswith("| self-play s | compile s | train s | eval s | s so far |")
     assert first.endswith("| 30 | 25 | 6 | 4 | 40 |")
     assert second.endswith("| 30 | 0 | 6 | 4 | 80 |")
+    assert third.endswith("| - | - | - | - | - |")

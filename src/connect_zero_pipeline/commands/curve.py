@@ -45,7 +45,8 @@ COLUMNS = [
 ]
 TIMED = ("selfplay.seconds", "train.train_seconds", "evaluate.seconds")
 """A generation's stages, timed: ``s so far`` is their running sum (the compile seconds are
-part of self-play's), so the time to any target reads off the table."""
+part of self-play's), so the time to any target reads off the table; a run without one of
+them (made before it was measured) has none."""
 
 
 def generation_metrics(project: Path, generation: int, stage: str, run_id: str | None
@@ -75,7 +76,9 @@ def _cell(value, key: str) -> str:
 
 
 def curve_table(project: Path, run_id: str | None) -> str:
-    """The Markdown table of run ``run_id`` (None: the newest versions) in ``project``."""
+    """The Markdown table of run ``run_id`` (None: the newest versions) in ``project``; a
+    column with no value in any generation (a run made before its metric, or self-play not
+    compiled) is left out."""
     rows = []
     k, so_far = 1, 0.0
     while True:
@@ -88,7 +91,8 @@ def curve_table(project: Path, run_id: str | None) -> str:
         for stage in ("selfplay", "train"):
             flat.update({f"{stage}.{key}": v for key, v in (stages[stage] or {}).items()})
         cells = [str(k)]
-        so_far += sum(flat.get(key) or 0.0 for key in TIMED)
+        timed = [flat.get(key) for key in TIMED]
+        so_far = None if so_far is None or None in timed else so_far + sum(timed)
         for title, key in COLUMNS[1:]:
             if title == "s so far":
                 cells.append(_cell(so_far, "seconds"))
@@ -100,15 +104,17 @@ def curve_table(project: Path, run_id: str | None) -> str:
                 )
             else:
                 cells.append(_cell(flat.get(key), key))
-        rows.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
         k += 1
     if not rows:
         raise SystemExit(
             f"no generation metrics of run {run_id or '(latest)'} under {project}/data"
         )
-    header = "| " + " | ".join(t for t, _ in COLUMNS) + " |"
-    rule = "|" + "---|" * len(COLUMNS)
-    return "\n".join([header, rule, *rows])
+    shown = [i for i in range(len(COLUMNS)) if i == 0 or any(r[i] != "-" for r in rows)]
+    header = "| " + " | ".join(COLUMNS[i][0] for i in shown) + " |"
+    rule = "|" + "---|" * len(shown)
+    body = ["| " + " | ".join(r[i] for i in shown) + " |" for r in rows]
+    return "\n".join([header, rule, *body])
 
 
 @click.command()

@@ -140,7 +140,6 @@ class _SelfPlayWorker:
         table = self_play(
             config,
             self._evaluate_fn(weights_ref),
-            device=self.device,
             generation=generation,
             shard_index=shard_index,
             num_shards=num_shards,
