@@ -1,8 +1,10 @@
 """The package imports in one direction: no module imports one that imports it back.
 
 Every import counts, at the top of a module or inside a function: a lazy import only
-hides a cycle. The parameter schema imports leaf config modules; the nodes import the
-schema; nothing imports the nodes back.
+hides a cycle. Importing ``a.b.c`` runs the packages ``a`` and ``a.b`` first, so an import
+also points at each package above its target (but the importer's own: those already run).
+The parameter schema imports leaf config modules; the nodes import the schema; nothing
+imports the nodes back.
 """
 
 from __future__ import annotations
@@ -36,7 +38,13 @@ def import_graph(package: Path) -> dict[str, set[str]]:
                 candidates = [a.name for a in node.names]
             else:
                 continue
-            graph[name].update(c for c in candidates if c in modules and c != name)
+            found = {c for c in candidates if c in modules and c != name}
+            own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+            for target in list(found):  # the packages above the target run first
+                parts = target.split(".")
+                found.update(p for i in range(1, len(parts))
+                             if (p := ".".join(parts[:i])) in modules and p not in own)  # fmt: skip
+            graph[name].update(found - {name})
     return graph
 
 
@@ -76,6 +84,22 @@ def test_the_package_has_no_import_cycle():
     graph = import_graph(PACKAGE)
     assert len(graph) > 80 and "connect_zero_pipeline.params.schema" in graph
     assert cycles(graph) == []
+
+
+def test_a_cycle_through_a_package_s_init_is_seen(tmp_path):
+    # The shape the generation stages had: a stage package's __init__ imports its pipeline,
+    # which imports the loop, which imports the stage's nodes: the package again.
+    pkg = tmp_path / "proj"
+    for path, text in {
+        "__init__.py": "",
+        "stage/__init__.py": "from .pipeline import make",
+        "stage/pipeline.py": "def make():\n    from ..loop import build\n    return build()",
+        "stage/nodes.py": "def node(): pass",
+        "loop.py": "from .stage.nodes import node\ndef build(): return node",
+    }.items():
+        (pkg / path).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / path).write_text(text)
+    assert cycles(import_graph(pkg)) == [["proj.loop", "proj.stage", "proj.stage.pipeline"]]
 
 
 def test_a_cycle_through_a_lazy_import_is_found(tmp_path):

@@ -7,7 +7,10 @@ from kedro.io import DatasetError
 
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.datasets.pons_files import PonsFilesDataset
-from connect_zero_pipeline.pipelines.evaluate.nodes import evaluate_generation, label_public_sets
+from connect_zero_pipeline.pipelines.alphazero.evaluate import (
+    evaluate_generation,
+    label_public_sets,
+)
 from tests.helpers import PONS_DIR
 
 

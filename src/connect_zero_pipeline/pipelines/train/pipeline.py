@@ -7,8 +7,8 @@ same versioned datasets as ``alphazero``.
 
 from kedro.pipeline import Pipeline
 
+from ..alphazero.pipeline import create_pipeline as create_alphazero
+
 
 def create_pipeline(**kwargs) -> Pipeline:
-    from ..alphazero.pipeline import create_pipeline as create_alphazero  # avoids an import cycle
-
     return create_alphazero().only_nodes_with_tags("train")
