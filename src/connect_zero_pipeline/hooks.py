@@ -95,7 +95,6 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     tag); ``manifest`` its record (``start_from``, ``extended``).
     """
     from .naming import pipeline_label
-    from .registry import REGISTRY_PREFIX
 
     def moment(rid: str) -> str:  # 2026-11-23T10.26.07.123Z -> 11-23 10:26
         date, _, clock = rid.partition("T")
@@ -104,9 +103,8 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     parts = [moment(run_id)] if run_id else []
     start = (manifest or {}).get("start_from")
     if start:
-        registered = re.search(r"\((\S+) version (\d+):", start["described"])
-        from_registry = start["ref"].startswith(REGISTRY_PREFIX) and registered
-        parts.append(f"from {registered[1]} v{registered[2]}" if from_registry
+        registered = start.get("registered")  # a registry version's name and number
+        parts.append(f"from {registered['name']} v{registered['version']}" if registered
                      else f"from {moment(start['run_id'])}")  # fmt: skip
     extended = (manifest or {}).get("extended") or []
     if extended:

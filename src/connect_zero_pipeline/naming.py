@@ -18,6 +18,8 @@ figure ends in :data:`LEARNING_CURVES`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import NamedTuple
 
 GENERATION = "gen"
 """Namespace prefix of AlphaZero generations."""
@@ -133,6 +135,28 @@ MODEL_PARTITION = re.compile(
 """A model's partition id in the ``model_files`` view of the models folder:
 ``gen_008/model.pt/<version>/model`` or ``reinforce/rf_008/model.pt/<version>/model``
 (groups ``name``, ``kind``, ``k``, ``v``; an AlphaZero model's version is its run id)."""
+
+
+class ModelFile(NamedTuple):
+    """A model file of the models folder, as :data:`MODEL_PARTITION` reads its partition id."""
+
+    pid: str  # the partition id in ``model_files``
+    name: str  # gen_008, rf_008
+    kind: str  # GENERATION or CHUNK
+    k: int
+    version: str  # an AlphaZero model's version is its run id
+
+
+def model_index(pids: Iterable[str], kind: str | None = None) -> list[ModelFile]:
+    """The model files among partition ids (of ``kind`` only, if given), sorted by kind,
+    number and version: the one index of the models folder."""
+    found = []
+    for pid in pids:
+        m = MODEL_PARTITION.match(pid)
+        if m and (kind is None or m["kind"] == kind):
+            found.append(ModelFile(pid, m["name"], m["kind"], int(m["k"]), m["v"]))
+    return sorted(found, key=lambda f: (f.kind, f.k, f.version))
+
 
 GAMES_PARTITION = re.compile(
     rf"^(?P<name>{GENERATION}_(?P<k>\d{{3,}}))/games\.parquet/(?P<v>[^/]+)/games$"

@@ -278,7 +278,7 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     assert parent.data.tags["start_from"] == described
     assert read_manifest(project, run_id)["start_from"] == {
         "ref": "models:/connect-zero@champion", "run_id": earlier_id, "generation": 2,
-        "described": described}  # fmt: skip
+        "described": described, "registered": {"name": "connect-zero", "version": 1}}  # fmt: skip
     # What differs between parents comes first in the runs list's (cut) names.
     date, _, clock = run_id.partition("T")
     assert parent.info.run_name == (

@@ -39,6 +39,19 @@ def known_runs(root: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
 
 
+def check_known(root: Path, run_id: str, key: str) -> None:
+    """Refuse a run id with no manifest in the project at ``root``, naming ``key``, the
+    newest runs and how to list them all.
+
+    Raises:
+        ValueError: for an unknown ``run_id``.
+    """
+    runs = known_runs(root)
+    if run_id not in runs:
+        raise ValueError(f"{key}={run_id!r}: no such run in this project; known runs: "
+                         f"{runs[-5:]} (python -m connect_zero_pipeline runs)")  # fmt: skip
+
+
 def newest_version(folder: Path) -> Path | None:
     """The newest ``<version>/<name>`` file of a versioned dataset folder ``.../<name>``."""
     if not folder.is_dir():

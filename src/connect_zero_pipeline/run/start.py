@@ -4,7 +4,8 @@
 ``models:/<name>/<n>``: the run and generation it was exported from, as its tags say) or a
 run id (its last generation). An alias moves, so :func:`start_point` resolves it once when
 the run starts; the manifest records the answer (``start_from``: ``ref``, ``run_id``,
-``generation``, ``described``) and a resume keeps it.
+``generation``, ``described``, and ``registered`` for a registry version) and a resume
+keeps it.
 
 The nodes never look anything up: the session hands them the answer as the catalog entry
 ``start_point`` (``model``: the partition id of the model file in the ``model_files`` view
@@ -19,8 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..naming import GAMES_PARTITION, GENERATION, MODEL_PARTITION
-from .manifest import known_runs
+from ..naming import GAMES_PARTITION, GENERATION, model_index
+from .manifest import check_known
 
 
 def partitions(root: Path, view: str) -> list[str]:
@@ -37,17 +38,13 @@ def partitions(root: Path, view: str) -> list[str]:
 
 def _generation_models(models: Iterable[str]) -> dict[tuple[str, int], str]:
     """``(run id, generation) -> partition id`` of the generation models among ``models``."""
-    out = {}
-    for pid in models:
-        m = MODEL_PARTITION.match(pid)
-        if m and m["kind"] == GENERATION:
-            out[(m["v"], int(m["k"]))] = pid
-    return out
+    return {(f.version, f.k): f.pid for f in model_index(models, GENERATION)}
 
 
 def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
-    """``ref`` as ``{ref, run_id, generation, described}``, its model among ``models`` (the
-    ``model_files`` partitions) checked to be there, as ``model``.
+    """``ref`` as ``{ref, run_id, generation, described, registered}`` (``registered``: the
+    registry's ``{name, version}`` for a ``models:/`` ref, else None), its model among
+    ``models`` (the ``model_files`` partitions) checked to be there, as ``model``.
 
     Raises:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
@@ -71,18 +68,17 @@ def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
             raise ValueError(f"model.start_from={ref!r}: run {run_id}'s generation {generation} "
                              "model is not in this project's models folder")  # fmt: skip
         words = f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
+        registered = {"name": name, "version": int(found.version)}
     else:
-        if ref not in known_runs(root):
-            raise ValueError(f"model.start_from={ref!r}: no such run in this project; known "
-                             f"runs: {known_runs(root)[-5:]} (python -m connect_zero_pipeline "
-                             "runs)")  # fmt: skip
+        check_known(root, ref, "model.start_from")
+        registered = None
         mine = sorted(k for run, k in generations if run == ref)
         if not mine:
             raise ValueError(f"model.start_from={ref!r}: that run has no generation models")
         key = (ref, mine[-1])
         words = f"run {ref}, generation {mine[-1]}"
     return {"ref": ref, "run_id": key[0], "generation": key[1], "described": words,
-            "model": generations[key]}  # fmt: skip
+            "registered": registered, "model": generations[key]}  # fmt: skip
 
 
 def model_partition(start: dict[str, Any], models: Iterable[str]) -> str:
@@ -141,6 +137,11 @@ def start_point(root: Path, ref: str, window: int, kept: dict[str, Any] | None =
 
 def recorded(start: dict[str, Any]) -> dict[str, Any] | None:
     """What the manifest records of a start point: ``ref``, ``run_id``, ``generation``,
-    ``described`` (None for ``{}``)."""
-    keys = ("ref", "run_id", "generation", "described")
-    return {k: start[k] for k in keys} if start else None
+    ``described``, and for a registry version ``registered`` (its ``name`` and ``version``:
+    fields, which the run's name reads; None for ``{}``)."""
+    if not start:
+        return None
+    keys = ("ref", "run_id", "generation", "described") + ("registered",) * bool(
+        start.get("registered")
+    )
+    return {k: start[k] for k in keys}

@@ -115,7 +115,7 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
     ("params", "message"),
     [
         ({"ladder.runs": ["2020-01-01T00.00.00.000Z"]},
-         r"ladder.runs: no run '2020-01-01T00.00.00.000Z' in this project"),
+         r"ladder.runs='2020-01-01T00.00.00.000Z': no such run in this project"),
         ({"ladder.runs": ["latest"]}, r"'latest' names no run: this project has no finished"),
         ({"ladder.runs": [], "ladder.registry": ["champion"]},
          r"ladder.registry: connect-zero has no version or alias 'champion'"),

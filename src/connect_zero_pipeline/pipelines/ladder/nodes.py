@@ -31,12 +31,12 @@ from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
 from ...core.players import SOLVER_PREFIX
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
-from ...naming import CHUNK, GENERATION, MODEL_PARTITION
+from ...naming import CHUNK, GENERATION, model_index
 from ...params.ladder import LATEST, LadderConfig
 from ...params.schema import parse_section
 from ...project import in_project
-from ...registry import REGISTERED_MODEL
-from ...run.manifest import alphazero_runs, known_runs
+from ...registry import REGISTERED_MODEL, REGISTRY_PREFIX
+from ...run.manifest import alphazero_runs, check_known
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +46,6 @@ Partitions = Mapping[str, Callable[[], Any]]
 # ---------------------------------------------------------------------------
 # Players
 # ---------------------------------------------------------------------------
-
-
-def _checkpoints(model_files: Partitions, kind: str) -> dict[tuple[str, int], list[str]]:
-    """``(name, k) -> [partition ids, oldest version first]`` of the models of ``kind``."""
-    found: dict[tuple[str, int], list[str]] = {}
-    for pid in sorted(model_files):
-        m = MODEL_PARTITION.match(pid)
-        if m and m["kind"] == kind:
-            found.setdefault((m["name"], int(m["k"])), []).append(pid)
-    return found
 
 
 def select_players(model_files: Partitions, params: dict) -> pd.DataFrame:
@@ -72,7 +62,7 @@ def select_players(model_files: Partitions, params: dict) -> pd.DataFrame:
     agent = cfg.agent
     rows = []
     finished = alphazero_runs(root)
-    generations = _checkpoints(model_files, GENERATION)
+    generations = model_index(model_files, GENERATION)
     for run in cfg.runs:
         if run == LATEST:
             if not finished:
@@ -81,33 +71,27 @@ def select_players(model_files: Partitions, params: dict) -> pd.DataFrame:
                     "alphazero run yet (kedro run), or name run ids"
                 )
             run = finished[-1]
-        elif run not in known_runs(root):
-            raise ValueError(
-                f"ladder.runs: no run {run!r} in this project; known runs: "
-                f"{known_runs(root)[-5:]} (ls data/runs)"
-            )
-        mine = {k: pid for (name, k), pids in generations.items() if k >= 1
-                for pid in pids if MODEL_PARTITION.match(pid)["v"] == run}  # fmt: skip
+        else:
+            check_known(root, run, "ladder.runs")
+        mine = {f.k: f for f in generations if f.k >= 1 and f.version == run}
         if not mine:
             raise ValueError(f"ladder.runs: run {run!r} has no generation models")
         last = max(mine)
         for g in sorted(k for k in mine if k % cfg.every == 0 or k == last):
-            name = MODEL_PARTITION.match(mine[g])["name"]
             rows.append({
-                "id": f"{run}/{name}|{agent}", "kind": "generation", "label": name,
-                "run_id": run, "generation": g, "source": mine[g],
+                "id": f"{run}/{mine[g].name}|{agent}", "kind": "generation",
+                "label": mine[g].name, "run_id": run, "generation": g, "source": mine[g].pid,
             })  # fmt: skip
     if cfg.registry:
         rows += _registry_players(root, cfg, agent)
-    chunks = {name: pids for (name, _), pids in _checkpoints(model_files, CHUNK).items()}
+    chunks = {f.name: f for f in model_index(model_files, CHUNK)}  # each chunk's latest version
     for chunk in cfg.reinforce:
         if chunk not in chunks:
             raise ValueError(f"ladder.reinforce: no trained chunk {chunk!r} (expected rf_XXX "
                              f"with a model; chunks: {sorted(chunks) or 'none'})")  # fmt: skip
-        pid = chunks[chunk][-1]  # its latest version
         rows.append({
-            "id": f"{chunk}@{MODEL_PARTITION.match(pid)['v']}|{agent}", "kind": "reinforce",
-            "label": chunk, "run_id": None, "generation": None, "source": pid,
+            "id": f"{chunk}@{chunks[chunk].version}|{agent}", "kind": "reinforce",
+            "label": chunk, "run_id": None, "generation": None, "source": chunks[chunk].pid,
         })  # fmt: skip
     for anchor in cfg.anchors:
         spec = anchor
@@ -137,7 +121,7 @@ def _registry_players(root: Path, cfg: LadderConfig, agent: str) -> list[dict]:
             "id": f"{REGISTERED_MODEL}/v{version.version}|{agent}", "kind": "registry",
             "label": f"{REGISTERED_MODEL} v{version.version}" + ("" if ref.isdigit() else f" ({ref})"),
             "run_id": version.tags.get("run_id"), "generation": None,
-            "source": f"models:/{REGISTERED_MODEL}/{version.version}",
+            "source": f"{REGISTRY_PREFIX}{REGISTERED_MODEL}/{version.version}",
         })  # fmt: skip
     return rows
 
@@ -166,7 +150,7 @@ def _make_player(row, model_files: Partitions, cfg: LadderConfig, device, labell
 
     if row.kind == "anchor":
         return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller)
-    if row.source.startswith("models:/"):
+    if row.source.startswith(REGISTRY_PREFIX):
         from ...registry import load_registered
 
         model = load_registered(row.source, in_project("."))

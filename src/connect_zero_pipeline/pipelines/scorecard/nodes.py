@@ -13,7 +13,7 @@ import pandas as pd
 from ...core.config import resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.scorecard import scorecard
-from ...naming import ALGORITHMS, CHUNK, GENERATION, MODEL_PARTITION
+from ...naming import ALGORITHMS, CHUNK, GENERATION, model_index
 from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)
@@ -49,10 +49,9 @@ def latest_checkpoint(
         ValueError: nothing of that kind (or that name) is on disk, saying which run makes it.
     """
     found: dict[str, list[tuple[str, Callable]]] = {}
-    for pid, load in partitions.items():
-        m = MODEL_PARTITION.match(pid)
-        if m and m["kind"] == kind and int(m["k"]) >= 1:
-            found.setdefault(m["name"], []).append((m["v"], load))
+    for f in model_index(partitions, kind):
+        if f.k >= 1:
+            found.setdefault(f.name, []).append((f.version, partitions[f.pid]))
     label = ALGORITHMS[kind]
     if name is not None:
         if name not in found:
