@@ -75,3 +75,68 @@ def test_kedro_s_catalog_still_takes_one_save_version_for_all_its_datasets(tmp_p
     catalog = DataCatalog(datasets={"a": _versioned(tmp_path, Version(None, "v1"))})
     with pytest.raises(VersionAlreadyExistsError):
         catalog["b"] = JSONDataset(filepath=str(tmp_path / "b.json"), version=Version(None, "v2"))
+
+
+def test_kedro_s_ephemeral_datasets_are_told_apart(tmp_path):
+    from kedro.io import MemoryDataset
+
+    assert internals.is_ephemeral(MemoryDataset())
+    assert not internals.is_ephemeral(ParquetDataset(filepath=str(tmp_path / "t.parquet")))
+
+
+def test_one_save_takes_other_save_arguments_and_the_dataset_gets_its_own_back():
+    from kedro_mlflow.io.models import MlflowModelTrackingDataset
+
+    dataset = MlflowModelTrackingDataset(flavor="mlflow.onnx", save_args={"a": 1})
+    assert dataset._save_args == {"a": 1}  # the attribute kedro-mlflow's save reads
+    with internals.save_args(dataset, {"b": 2}):
+        assert dataset._save_args == {"b": 2}
+    assert dataset._save_args == {"a": 1}
+
+
+def test_kedro_s_errors_are_read_by_type_and_first_line(tmp_path):
+    from kedro.io import DataCatalog
+    from kedro.pipeline import Node, Pipeline
+
+    pipe = Pipeline([Node(lambda x: x, "a", "b", name="first")])
+    with pytest.raises(ValueError) as caught:
+        pipe.only_nodes("frist", "second")
+    assert sorted(internals.unknown_nodes(caught.value)) == ["frist", "second"]
+    assert internals.unknown_nodes(ValueError("something else")) is None
+    # A load that fails, through Kedro's catalog: its name, the verb and the cause.
+    (tmp_path / "bad.json").write_text("{not json")
+    catalog = DataCatalog({"metrics": JSONDataset(filepath=str(tmp_path / "bad.json"))})
+    with pytest.raises(Exception) as caught:
+        catalog.load("metrics")
+    name, verb, reason = internals.dataset_failure(caught.value)
+    assert (name, verb) == ("metrics", "load") and "Expecting property name" in reason
+    with pytest.raises(Exception) as caught:  # saving: the dataset alone, no catalog name
+        JSONDataset(filepath=str(tmp_path / "x.json")).save({1j: 1})
+    assert internals.dataset_failure(caught.value)[:2] == (None, "save")
+    assert internals.dataset_failure(ValueError("plain")) is None
+
+
+def test_mlflow_s_store_is_the_schema_the_adapter_is_written_for(tmp_path):
+    # The relocation rewrites MLflow's tables and the UI's address reads them: a MLflow whose
+    # stores have another schema revision fails here first.
+    import sqlite3
+
+    import mlflow
+
+    db = tmp_path / "mlflow.db"
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}")
+    old = tmp_path / "elsewhere" / "mlruns"
+    experiment = client.create_experiment("exp", artifact_location=old.as_uri())
+    run = client.create_run(experiment)
+    with sqlite3.connect(db) as conn:
+        (revision,) = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert revision == internals.MLFLOW_SCHEMA, f"MLflow's schema is now {revision}"
+    client.set_experiment_tag(experiment, "shared", "1")
+    assert internals.experiment_in_store(db, "exp", "shared") == (experiment, True)
+    assert internals.experiment_in_store(db, "exp", "other") == (experiment, False)
+    assert internals.experiment_in_store(db, "nope", "shared") is None
+    here = tmp_path / "mlruns"
+    assert internals.relocate_artifacts(db, "exp", here) >= 2  # the experiment and its run
+    assert client.get_experiment(experiment).artifact_location == here.as_uri()
+    assert client.get_run(run.info.run_id).info.artifact_uri.startswith(here.as_uri())
+    assert internals.relocate_artifacts(db, "exp", here) == 0  # again: nothing to move

@@ -25,7 +25,6 @@ import difflib
 import errno
 import logging
 import pkgutil
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -40,7 +39,6 @@ VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph m
 
 # Errors of the machine a user can fix (a full disk, a folder without write permission).
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
-_UNKNOWN_NODES = re.compile(r"Pipeline does not contain nodes named (\[.*?\])")
 
 
 def pipeline_names() -> list[str]:
@@ -82,15 +80,14 @@ def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) 
                               f" The envs are: {_listing(valid_envs)}")  # fmt: skip
 
 
-def _unknown_nodes(message: str, pipelines: list[str]) -> str | None:
-    found = _UNKNOWN_NODES.search(message)
-    if not found:
-        return None
-    from ast import literal_eval
-
+def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
     from kedro.framework.project import pipelines as registry
 
-    wanted = literal_eval(found.group(1))
+    from .internals import unknown_nodes
+
+    wanted = unknown_nodes(error)
+    if wanted is None:
+        return None
     known: list[str] = []
     for name in pipelines or ["__default__"]:
         with contextlib.suppress(Exception):  # no registry: the names alone still help
@@ -133,7 +130,7 @@ def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
     if isinstance(exc, DatasetError):
         return error_text(exc)
     if isinstance(exc, ValueError):
-        return _unknown_nodes(str(exc), pipelines) or error_text(exc)
+        return _unknown_nodes(exc, pipelines) or error_text(exc)
     return None
 
 

@@ -18,6 +18,23 @@ says which:
 - **The session's hook manager and config loader** (:func:`session_hooks`,
   :func:`session_config`): :class:`.session.ProjectSession` registers its run's own hooks
   and reads its configuration (``KedroSession._hook_manager``, ``_get_config_loader``).
+- **Whether a dataset keeps what it saves** (:func:`is_ephemeral`): Kedro's runner decides
+  with ``AbstractDataset._EPHEMERAL`` (a ``MemoryDataset`` is), and so does the check that
+  a resumed run has nothing left to do.
+- **Save arguments for one save** (:func:`save_args`): the model-tracking dataset logs a
+  model without registering it (kedro-mlflow's ``_save_args``), then registers it itself.
+- **MLflow's sqlite store, read and relocated** (:func:`relocate_artifacts`,
+  :func:`experiment_in_store`). A copied project's store still points its artifact
+  locations at the project it was copied from; MLflow stores them as absolute URIs and has
+  no public call to move them (no artifact root relative to the store exists for a local
+  store without a tracking server), so the relocation rewrites those columns. The UI's
+  address is read without opening the store through MLflow (which would create or migrate
+  it). Both are written for :data:`MLFLOW_SCHEMA`, MLflow's schema revision:
+  ``tests/test_internals.py`` fails when the installed MLflow makes stores of another.
+- **Kedro's errors in words** (:func:`unknown_nodes`, :func:`dataset_failure`): Kedro
+  raises a plain ``ValueError`` for unknown node names, whose text is the only record of
+  them; a dataset's failure is a ``DatasetError`` (matched by type) whose first line names
+  the verb and whose cause is the reason.
 
 Reopening a resumed run's MLflow parent needs none: MLflow's ``MLFLOW_RUN_ID``
 (:func:`.session.reopening`). The project's own datasets subclass Kedro's and MLflow's
@@ -28,12 +45,17 @@ dataset classes and use the attributes those classes document for subclasses
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
+import sqlite3
+from ast import literal_eval
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from fsspec.implementations.local import LocalFileSystem
-from kedro.io.core import AbstractVersionedDataset, Version
+from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
 
 
 def is_versioned(dataset: Any) -> bool:
@@ -92,3 +114,131 @@ def session_hooks(session: Any):
 def session_config(session: Any):
     """``session``'s config loader: its conf source, env and runtime parameters."""
     return session._get_config_loader()
+
+
+def is_ephemeral(dataset: Any) -> bool:
+    """Whether ``dataset`` keeps nothing between runs (Kedro's runner's own test)."""
+    return bool(getattr(dataset, "_EPHEMERAL", False))
+
+
+@contextlib.contextmanager
+def save_args(dataset: Any, args: dict[str, Any]) -> Iterator[None]:
+    """Inside the block, ``dataset`` saves with ``args`` as its save arguments."""
+    kept = dataset._save_args
+    dataset._save_args = args
+    try:
+        yield
+    finally:
+        dataset._save_args = kept
+
+
+_UNKNOWN_NODES = re.compile(r"Pipeline does not contain nodes named (\[.*?\])")
+_DATASET_FAILURE = re.compile(r"^Failed while (loading|saving) data (?:from|to) dataset")
+
+
+def unknown_nodes(error: BaseException) -> list[str] | None:
+    """The node names Kedro's ``Pipeline.only_nodes`` did not find, from its error (None:
+    another error)."""
+    found = isinstance(error, ValueError) and _UNKNOWN_NODES.search(str(error))
+    return literal_eval(found.group(1)) if found else None
+
+
+def dataset_failure(error: BaseException) -> tuple[str | None, str, str] | None:
+    """``(dataset name, verb, reason)`` of a dataset's failed load or save: the name Kedro's
+    catalog prefixed (None without one), ``load`` or ``save``, and the cause's words, which
+    name the file. None for another error."""
+    name, current = None, error
+    while isinstance(current, DatasetError):
+        text, cause = str(current).strip(), current.__cause__
+        found = _DATASET_FAILURE.match(text)
+        if found:
+            reason = str(cause).strip() if cause is not None else text.partition("\n")[2]
+            return name, ("load" if found[1] == "loading" else "save"), reason.strip()
+        # Kedro's catalog raises the dataset's error again as "<name>: <that error>".
+        if isinstance(cause, DatasetError) and text.endswith(str(cause).strip()):
+            name = text[: len(text) - len(str(cause).strip())].rstrip(": ") or name
+        current = cause
+    return None
+
+
+log = logging.getLogger(__name__)
+
+MLFLOW_SCHEMA = "dc11669786a5"
+"""The revision of MLflow's sqlite schema (its ``alembic_version``) that the two functions
+below are written for: MLflow 3.17's."""
+_LOCATION_COLUMNS = (
+    ("experiments", "artifact_location"),
+    ("runs", "artifact_uri"),
+    ("logged_models", "artifact_location"),
+    ("model_versions", "source"),
+    ("model_versions", "storage_location"),
+)
+"""Tables and columns of MLflow's sqlite schema that hold artifact locations."""
+
+
+def _local_dir(uri: str | None) -> Path | None:
+    if not uri:
+        return None
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "" and uri.startswith("/"):
+        return Path(uri)
+    return None
+
+
+def relocate_artifacts(db: Path, experiment: str, artifacts: Path) -> int:
+    """Point the artifact locations of the store ``db`` that live under another ``mlruns``
+    at ``artifacts``.
+
+    Only locations under the folder the experiment ``experiment`` was created with are
+    rewritten, and only when that folder is not ``artifacts``: the store of a copied
+    project. Returns the number of rows changed.
+    """
+    con = sqlite3.connect(db, timeout=60)
+    try:
+        row = con.execute(
+            "SELECT artifact_location FROM experiments WHERE name = ?", (experiment,)
+        ).fetchone()
+        old = _local_dir(row[0]) if row else None
+        if old is None or old == artifacts:
+            return 0
+        old_uri, new_uri = old.as_uri(), artifacts.as_uri()
+        tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master")}
+        changed = 0
+        with con:
+            for table, column in _LOCATION_COLUMNS:
+                if table not in tables:
+                    continue
+                for prefix, target in ((old_uri, new_uri), (str(old), str(artifacts))):
+                    cur = con.execute(
+                        f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                        f"WHERE {column} = ? OR {column} LIKE ?",
+                        (target, len(prefix) + 1, prefix, prefix + "/%"),
+                    )
+                    changed += cur.rowcount
+        log.warning(
+            "This project's MLflow store pointed its artifacts at %s (the project it was "
+            "copied from); %d locations now point at %s",
+            old, changed, artifacts,
+        )  # fmt: skip
+        return changed
+    finally:
+        con.close()
+
+
+def experiment_in_store(db: Path, experiment: str, tag: str) -> tuple[str, bool] | None:
+    """``(experiment id, whether it has tag`` ``tag)`` of ``experiment`` in the store
+    ``db``, read only; None when the store has no such experiment (or no tables yet)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            row = conn.execute("SELECT experiment_id FROM experiments WHERE name = ?",
+                               (experiment,)).fetchone()  # fmt: skip
+            if not row:
+                return None
+            tagged = conn.execute(
+                "SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?", (row[0], tag)
+            ).fetchone()
+    except sqlite3.Error:
+        return None
+    return str(row[0]), tagged is not None

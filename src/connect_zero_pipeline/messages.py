@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
-_DATASET_ERROR = re.compile(
-    r"^(?P<name>[^\s:]+: )?Failed while (?P<verb>loading|saving) data (?:from|to) dataset "
-    r".*?\)\.\s*\n(?P<rest>.*)$",
-    re.DOTALL,
-)
+from .internals import dataset_failure
 
 
 def error_text(error: BaseException) -> str:
-    """What went wrong, in words: Kedro's "Failed while loading data from dataset <repr>"
-    becomes "<name>: could not load: <the reason, which names the file>"."""
-    text = str(error).strip()
-    found = _DATASET_ERROR.match(text)
-    if found:
-        verb = "load" if found["verb"] == "loading" else "save"
-        text = f"{found['name'] or ''}could not {verb}: {found['rest'].strip()}"
-    return text
+    """What went wrong, in words: a dataset's failure (Kedro's "Failed while loading data
+    from dataset <repr>") becomes "<name>: could not load: <the reason, which names the
+    file>" (the name: the catalog entry, where Kedro's catalog named it)."""
+    failure = dataset_failure(error)
+    if failure is None:
+        return str(error).strip()
+    name, verb, reason = failure
+    return f"{name + ': ' if name else ''}could not {verb}: {reason}"
 
 
 def error_line(error: BaseException) -> str:

@@ -24,14 +24,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
+
+from .internals import experiment_in_store, relocate_artifacts
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +41,6 @@ STORE_WAIT_S = float(os.environ.get("CZ_STORE_WAIT_S", 20))
 20 s, MLflow's own wait on a locked sqlite store (``CZ_STORE_WAIT_S`` sets another)."""
 LOCK_NAME = ".mlflow.lock"
 ARTIFACTS = "mlruns"
-# Tables and columns of MLflow's sqlite schema that hold artifact locations.
-_LOCATION_COLUMNS = (
-    ("experiments", "artifact_location"),
-    ("runs", "artifact_uri"),
-    ("logged_models", "artifact_location"),
-    ("model_versions", "source"),
-    ("model_versions", "storage_location"),
-)
 
 
 def sqlite_path(tracking_uri: str | None) -> Path | None:
@@ -68,56 +61,6 @@ def store_lock(root: Path):
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def _local_dir(uri: str | None) -> Path | None:
-    if not uri:
-        return None
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    if parsed.scheme == "" and uri.startswith("/"):
-        return Path(uri)
-    return None
-
-
-def relocate(db: Path, experiment: str, artifacts: Path) -> int:
-    """Point the artifact locations of ``db`` that live under another ``mlruns`` at ``artifacts``.
-
-    Only locations under the folder the experiment ``experiment`` was created
-    with are rewritten, and only when that folder is not ``artifacts``: the
-    store of a copied project. Returns the number of rows changed.
-    """
-    con = sqlite3.connect(db, timeout=60)
-    try:
-        row = con.execute(
-            "SELECT artifact_location FROM experiments WHERE name = ?", (experiment,)
-        ).fetchone()
-        old = _local_dir(row[0]) if row else None
-        if old is None or old == artifacts:
-            return 0
-        old_uri, new_uri = old.as_uri(), artifacts.as_uri()
-        tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master")}
-        changed = 0
-        with con:
-            for table, column in _LOCATION_COLUMNS:
-                if table not in tables:
-                    continue
-                for prefix, target in ((old_uri, new_uri), (str(old), str(artifacts))):
-                    cur = con.execute(
-                        f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
-                        f"WHERE {column} = ? OR {column} LIKE ?",
-                        (target, len(prefix) + 1, prefix, prefix + "/%"),
-                    )
-                    changed += cur.rowcount
-        log.warning(
-            "This project's MLflow store pointed its artifacts at %s (the project it was "
-            "copied from); %d locations now point at %s",
-            old, changed, artifacts,
-        )  # fmt: skip
-        return changed
-    finally:
-        con.close()
 
 
 def _store_name(db: Path | None = None) -> str:
@@ -225,7 +168,7 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
         if name and client.get_experiment_by_name(name) is None:  # creates/migrates the db too
             client.create_experiment(name, artifact_location=artifacts_dir.as_uri())
         if name:
-            relocate(db, name, artifacts_dir)
+            relocate_artifacts(db, name, artifacts_dir)
 
 
 def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
@@ -326,19 +269,9 @@ def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> st
     base = ui_base(port)
     if not Path(db).is_file():
         return f"{base}/"
-    row = _query(db, "SELECT experiment_id FROM experiments WHERE name = ?", experiment)
-    if not row:
+    found = experiment_in_store(db, experiment, runs_view()[0])
+    if found is None:
         return f"{base}/"
-    view = _query(db, "SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?",
-                  row[0], runs_view()[0])  # fmt: skip
+    experiment_id, view = found
     shared = f"&viewStateShareKey={RUNS_VIEW}" if view else ""  # none in an older store
-    return f"{base}/#/experiments/{row[0]}/runs?{TRAINING_VIEW}{shared}"
-
-
-def _query(db: Path, sql: str, *args) -> tuple | None:
-    """The first row of a read-only query of the store ``db``; None if none or no such table."""
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            return conn.execute(sql, args).fetchone()
-    except sqlite3.Error:
-        return None
+    return f"{base}/#/experiments/{experiment_id}/runs?{TRAINING_VIEW}{shared}"

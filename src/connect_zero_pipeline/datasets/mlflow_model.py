@@ -22,6 +22,8 @@ from __future__ import annotations
 import mlflow
 from kedro_mlflow.io.models import MlflowModelTrackingDataset
 
+from ..internals import save_args
+
 
 def model_requirements() -> list[str]:
     """What serving the ONNX model needs, pinned to this environment's versions: the ONNX
@@ -93,14 +95,11 @@ class RunModelDataset(MlflowModelTrackingDataset):
         name = self._save_args.get("registered_model_name")
         logged = self._logged_model(run)
         if logged is None:
-            args = self._save_args
-            self._save_args = {k: v for k, v in args.items() if k != "registered_model_name"}
+            args = {k: v for k, v in self._save_args.items() if k != "registered_model_name"}
             if self._files_version():
-                self._save_args["tags"] = {**args.get("tags", {}), FILES_TAG: self._files_version()}
-            try:
+                args["tags"] = {**args.get("tags", {}), FILES_TAG: self._files_version()}
+            with save_args(self, args):  # logged here, registered below (once)
                 super()._save(model)
-            finally:
-                self._save_args = args
         if run is None or not name:  # tracking off, or nothing to register
             return
         model_uri = self.model_info.model_uri if logged is None else f"models:/{logged.model_id}"

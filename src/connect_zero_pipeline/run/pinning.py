@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from ..internals import is_versioned, pin_version
+from ..internals import is_ephemeral, is_versioned, pin_version
 from ..naming import CHUNK, GENERATION, parse_step
 from .rules import final_outputs
 
@@ -54,7 +54,7 @@ def nothing_to_run(pipeline, catalog, mlflow_run_id: str | None) -> bool:
             if name not in catalog:  # a MemoryDataset of the run
                 continue
             dataset = catalog.get(name)
-            if not getattr(dataset, "_EPHEMERAL", False) and not _saved(dataset, mlflow_run_id):
+            if not is_ephemeral(dataset) and not _saved(dataset, mlflow_run_id):
                 return False
     return True
 
