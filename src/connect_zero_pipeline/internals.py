@@ -230,15 +230,19 @@ def relocate_artifacts(db: Path, experiment: str, artifacts: Path) -> int:
 def experiment_in_store(db: Path, experiment: str, tag: str) -> tuple[str, bool] | None:
     """``(experiment id, whether it has tag`` ``tag)`` of ``experiment`` in the store
     ``db``, read only; None when the store has no such experiment (or no tables yet)."""
+    row = _read(db, "SELECT experiment_id FROM experiments WHERE name = ?", experiment)
+    if not row:
+        return None
+    tagged = _read(
+        db, "SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?", row[0], tag
+    )  # fmt: skip (an older store has no tags table: not tagged)
+    return str(row[0]), tagged is not None
+
+
+def _read(db: Path, sql: str, *args) -> tuple | None:
+    """The first row of a read-only query of the store ``db``; None if none or no such table."""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            row = conn.execute("SELECT experiment_id FROM experiments WHERE name = ?",
-                               (experiment,)).fetchone()  # fmt: skip
-            if not row:
-                return None
-            tagged = conn.execute(
-                "SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?", (row[0], tag)
-            ).fetchone()
+            return conn.execute(sql, args).fetchone()
     except sqlite3.Error:
         return None
-    return str(row[0]), tagged is not None
