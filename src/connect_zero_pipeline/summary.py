@@ -1,10 +1,12 @@
 """The end-of-run summary: how strong the run's last model is, where its files are, what next.
 
-:class:`RunSummaryHook` runs after a pipeline completes. It reads everything
-from the run's own outputs in the catalog (pinned to the run's version by
-:mod:`.run.pinning`, so a resumed run whose last nodes were skipped reads the same
-files), prints the summary and logs it to the MLflow parent run as
-``summary.md``. The text itself is :func:`render`, a pure function.
+:class:`RunSummaryHook` runs after a pipeline completes. It reads the run's own figures
+from its outputs in the catalog (pinned to the run's version by :mod:`.run.pinning`, so a
+resumed run whose last nodes were skipped reads the same files); the one figure from
+outside the run, the evaluation of the model a ``start_from`` run started from, it reads
+from that run's metric file (:func:`.run.manifest.generation_metrics`). It prints the
+summary and logs it to the MLflow parent run as ``summary.md``. The text itself is
+:func:`render`, a pure function.
 """
 
 from __future__ import annotations
@@ -344,7 +346,7 @@ class RunSummaryHook:
         start = run.manifest.get("start_from")
         if not start:
             return None
-        from .commands.curve import generation_metrics
+        from .run.manifest import generation_metrics
 
         found = generation_metrics(run.root, start["generation"], "eval", start["run_id"])
         return start["described"], _float_metrics(found)

@@ -18,12 +18,11 @@ and evaluation, and their running sum. The table in ``docs/results.md`` is this 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from ..naming import generation_name
+from ..run.manifest import generation_metrics
 from .runs import PROJECT
 
 COLUMNS = [
@@ -47,22 +46,6 @@ TIMED = ("selfplay.seconds", "train.train_seconds", "evaluate.seconds")
 """A generation's stages, timed: ``s so far`` is their running sum (the compile seconds are
 part of self-play's), so the time to any target reads off the table; a run without one of
 them (made before it was measured) has none."""
-
-
-def generation_metrics(project: Path, generation: int, stage: str, run_id: str | None
-                       ) -> dict | None:  # fmt: skip
-    """Generation ``generation``'s ``<stage>_metrics.json`` of run ``run_id`` (None: the newest
-    version), or None when there is none."""
-    folder = (
-        project / "data" / "08_reporting" / generation_name(generation) / f"{stage}_metrics.json"
-    )
-    if not folder.is_dir():
-        return None
-    versions = sorted(p.name for p in folder.iterdir() if (p / folder.name).is_file())
-    version = run_id if run_id is not None else (versions[-1] if versions else None)
-    if version is None or version not in versions:
-        return None
-    return json.loads((folder / version / folder.name).read_text())
 
 
 def _cell(value, key: str) -> str:

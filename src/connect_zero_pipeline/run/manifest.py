@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_path, staging_path
+from ..naming import generation_name
 
 RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
 """A run id: Kedro's save-version timestamp."""
@@ -141,3 +142,23 @@ def claim_manifest(root: Path, manifest: dict[str, Any]) -> str:
             manifest["run_id"] = next_run_id(manifest["run_id"])
         finally:
             tmp.unlink(missing_ok=True)
+
+
+def generation_metrics(project: Path, generation: int, stage: str, run_id: str | None
+                       ) -> dict | None:  # fmt: skip
+    """Generation ``generation``'s ``<stage>_metrics.json`` of run ``run_id`` (None: the newest
+    version), or None when there is none."""
+    folder = (
+        Path(project)
+        / "data"
+        / "08_reporting"
+        / generation_name(generation)
+        / f"{stage}_metrics.json"
+    )
+    if not folder.is_dir():
+        return None
+    versions = sorted(p.name for p in folder.iterdir() if (p / folder.name).is_file())
+    version = run_id if run_id is not None else (versions[-1] if versions else None)
+    if version is None or version not in versions:
+        return None
+    return json.loads((folder / version / folder.name).read_text())
