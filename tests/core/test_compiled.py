@@ -70,7 +70,7 @@ def test_the_compiled_search_is_one_graph_per_step_and_grows_the_eager_tree(kind
     assert torch.equal(compiled.visit_counts, eager.visit_counts)
     assert torch.equal(compiled.root_value, eager.root_value)
     if kind == "gumbel":
-        assert torch.equal(compiled.policy, eager.policy)
+        assert torch.equal(compiled.action_weights, eager.action_weights)
         assert torch.equal(compiled.action, eager.action)
     n = eager.tree.num_nodes
     for field in ("visits", "value_sum", "parent", "children", "prior", "position"):

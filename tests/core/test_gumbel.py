@@ -93,7 +93,7 @@ def test_batch_elements_never_interact():
         alone = search(state_from_moves([moves]), pure_fn, config, gumbel=g[i : i + 1])
         assert torch.equal(alone.visit_counts[0], batch.visit_counts[i]), moves
         assert int(alone.action[0]) == int(batch.action[i])
-        assert torch.allclose(alone.policy[0], batch.policy[i], atol=1e-6)
+        assert torch.allclose(alone.action_weights[0], batch.action_weights[i], atol=1e-6)
 
 
 @pytest.mark.parametrize(("sims", "m"), [(1, 7), (5, 7), (16, 7), (40, 7), (16, 2), (40, 4)])
@@ -107,7 +107,7 @@ def test_the_batched_search_agrees_with_the_per_node_reference(sims, m):
         )
         assert counts == result.visit_counts[i].tolist(), moves
         assert action == int(result.action[i]), moves
-        assert policy == pytest.approx(result.policy[i].tolist(), abs=1e-4), moves
+        assert policy == pytest.approx(result.action_weights[i].tolist(), abs=1e-4), moves
         assert value == pytest.approx(float(result.root_value[i]), abs=1e-5), moves
 
 

@@ -7,6 +7,7 @@ import functools
 
 import pytest
 import torch
+from torch._dynamo.utils import counters
 from torch.overrides import TorchFunctionMode
 
 from connect_zero_pipeline.bench.selfplay import count_ops
@@ -16,7 +17,9 @@ from connect_zero_pipeline.core.bitboard import (
     State,
     alignment,
     bottom_mask_col,
+    has_won,
     initial_state,
+    legal_mask,
     moves_to_bitboards,
     play,
     random_legal_actions,
@@ -24,13 +27,18 @@ from connect_zero_pipeline.core.bitboard import (
     to_boards,
     top_mask_col,
 )
+from connect_zero_pipeline.core.compiled import CompiledSearch
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.mcts import (
     ROOT_INDEX,
     MCTSConfig,
     MCTSPlayer,
+    Policy,
+    most_visited,
+    puct_rule,
     sample_dirichlet,
     search,
+    visit_weights,
     win_value,
 )
 from connect_zero_pipeline.core.models import build_model
@@ -463,7 +471,9 @@ def test_without_host_sync_the_tree_is_the_same(kind):
     assert torch.equal(synced.visit_counts, free.visit_counts)
     assert torch.equal(synced.root_value, free.root_value)
     if kind == "gumbel":
-        assert torch.equal(synced.policy, free.policy) and torch.equal(synced.action, free.action)
+        assert torch.equal(synced.action_weights, free.action_weights) and torch.equal(
+            synced.action, free.action
+        )
     n = synced.tree.num_nodes  # every real node and UNVISITED, ILLEGAL (TRASH takes extras)
     for field in ("visits", "parent", "action", "children", "prior", "position", "expandable"):
         a, b = getattr(synced.tree, field)[:, :n], getattr(free.tree, field)[:, :n]
@@ -484,12 +494,13 @@ def test_without_host_sync_the_search_never_reads_the_device(kind):
 def test_the_move_a_search_plays_is_gumbel_s_own_choice_or_the_most_visited_column():
     from types import SimpleNamespace
 
-    from connect_zero_pipeline.core.mcts import chosen_move
+    from connect_zero_pipeline.core.mcts import PUCT, SearchInputs, chosen_move
 
     legal = torch.ones(2, 7, dtype=torch.bool)
     visits = torch.tensor([[0, 3, 9, 9, 1, 0, 0], [5, 0, 0, 0, 0, 0, 6]])
-    puct = SimpleNamespace(action=None, visit_counts=visits)
-    assert chosen_move(puct, legal).tolist() == [2, 6]  # ties go to the lowest column
+    weights, action = PUCT().output(None, None, legal, visits.float(), SearchInputs())
+    assert action.tolist() == [2, 6]  # PUCT: the most visited; ties go to the lowest column
+    assert torch.allclose(weights, visits / visits.sum(1, keepdim=True))
     gumbel = SimpleNamespace(action=torch.tensor([4, 0]), visit_counts=visits)
     assert chosen_move(gumbel, legal).tolist() == [4, 0]  # its own choice, not the visits
 
@@ -513,3 +524,52 @@ def test_the_root_q_is_each_visited_child_s_mean_value():
             else:
                 assert torch.isnan(q[b, c])
     assert checked > 0 and torch.isnan(q[-1]).all()  # the finished game: no column
+
+
+class RoundRobinRoot(Policy):
+    """A third policy, written here alone: at the root, the legal columns in turn (simulation
+    ``s`` takes the ``(s - 1) mod n``-th of ``n``: a uniform spread), PUCT below; it plays
+    the most visited column and learns from the visit distribution."""
+
+    def root(self, t, legal, live, inputs):
+        return legal
+
+    def rule(self, t, legal):
+        below = puct_rule(t)
+
+        def select(level):
+            k = (level.sim - 1) % legal.sum(1).clamp(min=1)  # (B,)
+            turn = (legal.cumsum(1) <= k.unsqueeze(1)).sum(1).clamp(max=6)  # the k-th legal
+            return torch.where(level.node == t.base, turn, below(level))
+
+        return select
+
+    def output(self, t, legal, legal_again, counts, inputs):
+        return visit_weights(counts), most_visited(counts, legal_again)
+
+
+def test_a_third_policy_plugs_into_the_one_loop_eager_and_compiled():
+    state = _mixed_batch()
+    cfg = MCTSConfig(sims=20)
+    policy = RoundRobinRoot()
+    result = search(state, pure_fn, cfg, policy=policy)
+    legal = legal_mask(state) & ~has_won(state.position ^ state.mask).unsqueeze(1)
+    live = legal.any(1)
+    for b in range(state.batch_size):
+        visits = result.visit_counts[b][legal[b]]
+        if live[b]:  # the root's visits spread over its legal columns, within one
+            assert int(visits.sum()) == 20 and int(visits.max() - visits.min()) <= 1
+        else:
+            assert int(result.visit_counts[b].sum()) == 0
+    assert torch.equal(result.action, most_visited(result.visit_counts.float(), legal))
+    assert torch.allclose(result.action_weights[live].sum(1), torch.ones(int(live.sum())))
+    real = result.tree.visits[:, 1 : result.tree.num_nodes]  # the nodes below the root
+    assert int(real.gt(0).sum(1).max()) > 7  # more than the root's children: PUCT went deeper
+    # The same policy compiled: its own three graphs, the eager tree, no edit anywhere.
+    graphs = counters["stats"]["unique_graphs"]
+    compiled = CompiledSearch(cfg, backend="aot_eager", policy=policy)(state, pure_fn)
+    assert counters["stats"]["unique_graphs"] - graphs == 3
+    eager = search(state, pure_fn, cfg, policy=policy, host_sync=False)
+    assert torch.equal(compiled.visit_counts, eager.visit_counts)
+    assert torch.equal(compiled.visit_counts, result.visit_counts)
+    assert torch.equal(compiled.action, eager.action)

@@ -44,7 +44,7 @@ from torch import nn
 from . import mcts
 from .bitboard import State
 from .inference import EvaluateFn
-from .mcts import MCTSConfig, SearchResult
+from .mcts import MCTSConfig, SearchInputs, SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +154,15 @@ class CompiledSearch:
         backend: ``torch.compile``'s backend (``inductor`` generates fused kernels).
         cuda_graph: capture each ``(batch, network)`` move as a CUDA graph and replay it
             (None: on CUDA with ``inductor``).
+        policy: the search's :class:`~.mcts.Policy` (default: ``config.search``'s).
     """
 
     def __init__(
-        self, config: MCTSConfig, backend: str = "inductor", cuda_graph: bool | None = None
-    ):
+        self, config: MCTSConfig, backend: str = "inductor", cuda_graph: bool | None = None,
+        policy: mcts.Policy | None = None,
+    ):  # fmt: skip
         self.config = config
+        self.policy = policy or mcts.POLICIES[config.search]
         self.backend = backend
         self.cuda_graph = cuda_graph
         self.counters = Counters()
@@ -173,8 +176,14 @@ class CompiledSearch:
         evaluate_fn: EvaluateFn,
         root_noise: torch.Tensor | None = None,
         gumbel: torch.Tensor | None = None,
+        inputs: SearchInputs | None = None,
     ) -> SearchResult:
-        """As :func:`~.mcts.search` with ``host_sync=False``; noise is given, never drawn."""
+        """As :func:`~.mcts.search` with ``host_sync=False`` and this search's policy; the
+        policy's inputs are given (``root_noise``, ``gumbel`` fill theirs), never drawn."""
+        inputs = (inputs or SearchInputs())._replace(
+            **{k: v for k, v in (("noise", root_noise), ("gumbel", gumbel)) if v is not None}
+        )
+        inputs = self.policy.prepare(state, self.config, inputs, None)
         self.counters.moves += 1
         shape = (state.batch_size, state.device.type)
         if shape not in self._shapes:
@@ -190,13 +199,13 @@ class CompiledSearch:
             capture = state.device.type == "cuda" and self.backend == "inductor"
         if not capture:
             with torch.no_grad():
-                return self._search(state, evaluate_fn, root_noise, gumbel)
-        key = (state.batch_size, state.device, id(evaluate_fn), root_noise is None, gumbel is None)
+                return self._search(state, evaluate_fn, inputs)
+        key = (state.batch_size, state.device, id(evaluate_fn), *(x is None for x in inputs))
         captured = self._captured.get(key)
         if captured is None:
             captured = self._captured[key] = _Captured(self._search, evaluate_fn)
         try:
-            result = captured(state, root_noise, gumbel)
+            result = captured(state, inputs)
         except RuntimeError as exc:  # a capture that fails costs speed, never the run
             if captured.graph is not None:
                 raise
@@ -204,15 +213,13 @@ class CompiledSearch:
                         "without it", str(exc).splitlines()[0])  # fmt: skip
             self.cuda_graph = False
             with torch.no_grad():
-                return self._search(state, evaluate_fn, root_noise, gumbel)
+                return self._search(state, evaluate_fn, inputs)
         self.counters.replays += 1
         return result
 
-    def _search(self, state, evaluate_fn, root_noise, gumbel) -> SearchResult:
-        return mcts.search(
-            state, evaluate_fn, self.config, root_noise=root_noise, gumbel=gumbel,
-            host_sync=False, steps=self.steps,
-        )  # fmt: skip
+    def _search(self, state, evaluate_fn, inputs: SearchInputs) -> SearchResult:
+        return mcts.search(state, evaluate_fn, self.config, host_sync=False, steps=self.steps,
+                           policy=self.policy, inputs=inputs)  # fmt: skip
 
 
 class _Captured:
@@ -231,14 +238,15 @@ class _Captured:
         self.static: list[torch.Tensor | None] | None = None
         self.out = None
 
-    def _run(self, position, mask, ply, noise, gumbel):
+    def _run(self, position, mask, ply, *inputs):
         with torch.no_grad():
-            return self.search_fn(State(position, mask, ply), self.evaluate_fn, noise, gumbel)
+            return self.search_fn(State(position, mask, ply), self.evaluate_fn,
+                                  SearchInputs(*inputs))  # fmt: skip
 
-    def __call__(self, state: State, noise, gumbel) -> SearchResult:
-        inputs = [state.position, state.mask, state.ply, noise, gumbel]
+    def __call__(self, state: State, inputs: SearchInputs) -> SearchResult:
+        given = [state.position, state.mask, state.ply, *inputs]
         if self.graph is None:
-            self.static = [None if x is None else x.clone() for x in inputs]
+            self.static = [None if x is None else x.clone() for x in given]
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
@@ -248,16 +256,13 @@ class _Captured:
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
                 self.out = self._run(*self.static)
-        for dst, src in zip(self.static, inputs, strict=True):
+        for dst, src in zip(self.static, given, strict=True):
             if dst is not None:
                 dst.copy_(src)
         self.graph.replay()
         out = self.out
-        return SearchResult(
-            out.visit_counts.clone(), out.root_value.clone(), out.tree,
-            None if out.policy is None else out.policy.clone(),
-            None if out.action is None else out.action.clone(),
-        )  # fmt: skip
+        return SearchResult(out.visit_counts.clone(), out.root_value.clone(), out.tree,
+                            out.action_weights.clone(), out.action.clone())  # fmt: skip
 
 
 @dataclass

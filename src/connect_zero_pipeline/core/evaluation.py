@@ -148,7 +148,7 @@ def search_agent_metrics(
         ``batch_size`` at a time, all together on the batched tree. ``progress``: the
         description of a progress bar over the batches (None: no bar).
     """
-    from .mcts import search
+    from .mcts import chosen_move, search
     from .progress import progress_bar
 
     state, optimal, best, _ = solver_labels(positions)
@@ -159,12 +159,7 @@ def search_agent_metrics(
         starts = progress_bar(starts, desc=progress, unit="batch", leave=False)
     for i in starts:
         sub = state.take(torch.arange(i, min(i + batch_size, state.batch_size)))
-        result = search(sub, evaluate_fn, config)
-        if result.action is not None:  # Gumbel: the noise-free survivor
-            picks.append(result.action)
-            continue
-        visits = result.visit_counts  # (b, 7)
-        picks.append(visits.masked_fill(~legal_mask(sub), -1).argmax(1))  # ties: lowest column
+        picks.append(chosen_move(search(sub, evaluate_fn, config)))
     top = torch.cat(picks) if picks else torch.zeros(0, dtype=torch.int64)
     hit = optimal.gather(1, top[:, None]).squeeze(1)
     weak_hit = outcome.gather(1, top[:, None]).squeeze(1) == torch.sign(best.double())

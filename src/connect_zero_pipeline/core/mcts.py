@@ -26,12 +26,14 @@ the sign once per level.
 
 The slow per-node reference with the same rules is :mod:`.search_reference`.
 
-The shape is mctx's: one loop (:func:`_loop`: start, ``sims`` simulations, finish) and
-thin policies around it. :func:`puct_search` (AlphaZero: root Dirichlet noise, PUCT) and
-:func:`gumbel_search` (Gumbel-Top-k at the root, Sequential Halving, the improved policy)
-each prepare their root's inputs, give the loop their selection rule and read their result
-(:func:`puct_root`; :func:`gumbel_root`, :func:`gumbel_output`); :func:`search` picks one
-by ``config.search``.
+The shape is mctx's: one loop (:func:`_loop`: start, ``sims`` simulations, finish) that
+knows no policy, and policies as objects (:class:`Policy`): each prepares its inputs
+(:class:`SearchInputs`: its noise, given), fixes what it needs at the root, gives the
+loop its selection rule and makes the one output every search returns
+(:class:`SearchResult`: the move, the action weights, the tree). :class:`PUCT`
+(AlphaZero: root Dirichlet noise, PUCT, the visits) and :class:`Gumbel` (Gumbel-Top-k at
+the root, Sequential Halving, the improved policy) are :data:`POLICIES`; :func:`search`
+takes ``config.search``'s or any other (``tests/core/test_mcts.py`` adds a third there).
 
 One simulation, for all games together, is three steps of :class:`_Search`:
 ``select`` descends with a selection rule passed in
@@ -185,11 +187,25 @@ class Tree(NamedTuple):
 
 
 class SearchResult(NamedTuple):
+    """What every search returns, whatever its policy (mctx's ``PolicyOutput``, with the
+    root's visits and value)."""
+
     visit_counts: torch.Tensor  # [B, 7] int32, root children visits (sum = sims; 0 if finished)
     root_value: torch.Tensor  # [B] float32, mean root value, side to move's view (0 if finished)
     tree: Tree
-    policy: torch.Tensor | None = None  # [B, 7] Gumbel: the improved policy (training target)
-    action: torch.Tensor | None = None  # [B] int64 Gumbel: the move to play
+    action_weights: torch.Tensor  # [B, 7] the training target: the policy's (sum 1; 0 if finished)
+    action: torch.Tensor  # [B] int64 the move to play (the policy's choice)
+
+
+class SearchInputs(NamedTuple):
+    """The per-search tensors a policy may read: its randomness, given, never drawn inside
+    the loop (so a compiled search takes them as inputs). Every field is optional."""
+
+    noise: torch.Tensor | None = None  # [B, 7] root Dirichlet distributions (PUCT)
+    gumbel: torch.Tensor | None = None  # [B, 7] root Gumbel(0, 1) noise (Gumbel; None: greedy)
+    uniform: torch.Tensor | None = None  # [B] a uniform per game, to sample its move
+    sample: torch.Tensor | None = None  # [B] bool: sample the move from the visits
+    schedule: torch.Tensor | None = None  # Sequential Halving's table (made by the policy)
 
 
 # ---------------------------------------------------------------------------
@@ -535,19 +551,137 @@ def _open_root(t: _Search, legal: torch.Tensor, live: torch.Tensor) -> None:
     )
 
 
-# -- the PUCT policy: root Dirichlet noise, PUCT everywhere, the visits as the result -------
+# -- policies: what a search fixes at its root, its selection rule, its output -------------
 
 
-def puct_root(t: _Search, legal: torch.Tensor, noise: torch.Tensor | None) -> None:
-    """Mix root noise (``[B, 7]`` distributions, or None) into the root's prior with weight
-    ``dirichlet_eps``."""
-    if noise is not None:
-        eps = t.cfg.dirichlet_eps
-        root_prior = t.prior[:, ROOT_INDEX]
-        t.prior[:, ROOT_INDEX] = (1 - eps) * root_prior + eps * (noise.to(root_prior) * legal)
+class Policy:
+    """A search policy, as mctx has them: the one loop (:func:`_loop`) asks it for
+
+    - :meth:`prepare`: its inputs, made on the host before the loop (noise drawn, tables
+      built; eager, never compiled);
+    - :meth:`root`: what it fixes at the root once the root is evaluated (``root`` state:
+      any tensors, or None);
+    - :meth:`rule`: its selection rule (a :data:`SelectFn`), at the root and below;
+    - :meth:`output`: the move each game plays and its action weights (:class:`SearchResult`).
+
+    The last three run inside the loop's steps, compiled in a compiled search: tensors
+    only, no host reads. A policy object is constant (one per kind and setting): a compiled
+    search compiles its steps once per policy. A new policy subclasses this; the loop, its
+    callers and the compiled search need no edit (``tests/core/test_mcts.py`` adds one).
+    """
+
+    inputs: frozenset[str] = frozenset()
+    """The :class:`SearchInputs` fields it reads, so that callers make only those."""
+
+    def prepare(self, state: State, cfg: MCTSConfig, inputs: SearchInputs,
+                generator: torch.Generator | None) -> SearchInputs:  # fmt: skip
+        return inputs
+
+    def root(self, t: _Search, legal: torch.Tensor, live: torch.Tensor, inputs: SearchInputs):
+        return None
+
+    def rule(self, t: _Search, root) -> SelectFn:
+        raise NotImplementedError
+
+    def output(self, t: _Search, root, legal: torch.Tensor, counts: torch.Tensor,
+               inputs: SearchInputs) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        """``(action_weights [B, 7], action [B])`` from the root's ``counts [B, 7]``."""
+        raise NotImplementedError
+
+    def at(self, temperature: float, generator: torch.Generator | None = None) -> Policy:
+        """This policy playing at ``temperature`` (an agent's setting; by default the policy
+        plays as it is)."""
+        return self
 
 
-# -- the Gumbel policy: Gumbel-Top-k at the root, Sequential Halving, the improved policy --
+def visit_weights(counts: torch.Tensor) -> torch.Tensor:
+    """``[B, 7]`` the visit distribution (0 for a finished root)."""
+    return counts / counts.sum(1, keepdim=True).clamp(min=1.0)
+
+
+def most_visited(counts: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """``[B]`` the most visited legal column (ties: the lowest)."""
+    return counts.masked_fill(~legal, -1).argmax(1)
+
+
+class PUCT(Policy):
+    """AlphaZero's search: root Dirichlet noise (``dirichlet_eps > 0``: ``inputs.noise``,
+    else drawn with the generator), PUCT everywhere; its action weights are the visit
+    distribution and its move the most visited column, or sampled from the visits: per game
+    where ``inputs.sample``, with ``inputs.uniform`` (temperature 1: the first column whose
+    cumulative count exceeds ``u * total``), or with ``temperature > 0`` and a generator
+    (``visits ** (1 / temperature)``, eager only)."""
+
+    inputs = frozenset({"noise", "uniform", "sample"})
+
+    def __init__(self, temperature: float = 0.0, generator: torch.Generator | None = None):
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.temperature, self.generator = temperature, generator
+
+    def prepare(self, state, cfg, inputs, generator):
+        if cfg.dirichlet_eps <= 0:
+            return inputs._replace(noise=None)
+        noise = inputs.noise
+        if noise is None:
+            legal = legal_mask(state) & ~has_won(state.position ^ state.mask).unsqueeze(1)
+            noise = sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
+        _check_shape("root_noise", noise, state.batch_size)
+        return inputs._replace(noise=noise)
+
+    def root(self, t, legal, live, inputs):
+        if inputs.noise is not None:  # mixed with weight dirichlet_eps
+            eps = t.cfg.dirichlet_eps
+            root_prior = t.prior[:, ROOT_INDEX]
+            t.prior[:, ROOT_INDEX] = (1 - eps) * root_prior + eps * (inputs.noise.to(root_prior)
+                                                                       * legal)  # fmt: skip
+        return None
+
+    def rule(self, t, root):
+        return puct_rule(t)
+
+    def at(self, temperature, generator=None):
+        return PUCT(temperature, generator) if temperature else self
+
+    def output(self, t, root, legal, counts, inputs):
+        action = most_visited(counts, legal)
+        if inputs.sample is not None:
+            threshold = inputs.uniform.unsqueeze(1) * counts.sum(1, keepdim=True)  # (B, 1)
+            sampled = (counts.cumsum(1) <= threshold).sum(1)
+            action = torch.where(inputs.sample, sampled, action)
+        elif self.temperature > 0:
+            action = sample_move(counts.log(), legal, self.generator, self.temperature)
+        return visit_weights(counts), action
+
+
+class Gumbel(Policy):
+    """Gumbel search (:mod:`.gumbel`): Gumbel-Top-k at the root with ``inputs.gumbel`` (None:
+    no noise, the greedy agent), Sequential Halving there, the deterministic improved-policy
+    rule below; its action weights are the improved policy and its move the halving's
+    survivor."""
+
+    inputs = frozenset({"gumbel"})
+
+    def prepare(self, state, cfg, inputs, generator):
+        gumbel = inputs.gumbel
+        if gumbel is None:
+            gumbel = torch.zeros(state.batch_size, WIDTH, device=state.device)
+        _check_shape("gumbel", gumbel, state.batch_size)
+        schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, state.device)
+        return inputs._replace(gumbel=gumbel, schedule=schedule)  # schedule: (m + 1, sims)
+
+    def root(self, t, legal, live, inputs):
+        return gumbel_root(t, legal, inputs.gumbel, inputs.schedule)
+
+    def rule(self, t, root):
+        return gumbel_rule(t, root)
+
+    def output(self, t, root, legal, counts, inputs):
+        return gumbel_output(t, root, legal, counts)
+
+
+POLICIES = {"puct": PUCT(), "gumbel": Gumbel()}
+"""The policy of each ``MCTSConfig.search``: one constant object each."""
 
 
 def gumbel_root(t: _Search, legal: torch.Tensor, gumbel: torch.Tensor, schedule) -> GumbelRoot:
@@ -569,36 +703,34 @@ def gumbel_output(t: _Search, root: GumbelRoot, legal: torch.Tensor, counts: tor
     return policy, G.final_action(scores, root.considered, counts)
 
 
-# -- the three steps of the one loop (a policy is known by its root: GumbelRoot or None) ----
+# -- the three steps of the one loop, for any policy ---------------------------------------
 
 
-def _start(t: _Search, state: State, evaluate_fn: EvaluateFn, noise, gumbel, schedule):
-    """The root, expanded with the policy's set-up: ``(root, legal [B, 7], live [B])``;
-    ``root`` is a :class:`GumbelRoot` for Gumbel search, else None (PUCT)."""
+def _start(t: _Search, state: State, evaluate_fn: EvaluateFn, policy: Policy,
+           inputs: SearchInputs):  # fmt: skip
+    """The root, expanded, with the policy's set-up: ``(root, legal [B, 7], live [B])``."""
     legal, live = _expand_root(t, state, evaluate_fn)
-    puct_root(t, legal, noise)
+    root = policy.root(t, legal, live, inputs)
     _open_root(t, legal, live)
-    root = None if gumbel is None else gumbel_root(t, legal, gumbel, schedule)
     return root, legal, live
 
 
-def _simulate(t: _Search, root: GumbelRoot | None, evaluate_fn: EvaluateFn, sim, bound: int):
+def _simulate(t: _Search, policy: Policy, root, evaluate_fn: EvaluateFn, sim, bound):
     """Simulation ``sim`` (an int, or a 0-d device tensor in a compiled search) for every
     game: select with the policy's rule (at most ``bound`` levels without host reads: an
     int, or a 0-d CPU tensor in a compiled search), expand, backup."""
-    select_fn = puct_rule(t) if root is None else gumbel_rule(t, root)
-    cur, a, nxt, path, depth = t.select(select_fn, sim, bound)
+    cur, a, nxt, path, depth = t.select(policy.rule(t, root), sim, bound)
     leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
     t.backup(leaf, path, depth)
 
 
-def _finish(t: _Search, root: GumbelRoot | None, legal: torch.Tensor, live: torch.Tensor):
-    """``(visit_counts [B, 7] int32, root_value [B], policy, action)``; the last two are the
-    Gumbel policy's (None for PUCT)."""
+def _finish(t: _Search, policy: Policy, root, inputs: SearchInputs, legal: torch.Tensor,
+            live: torch.Tensor):  # fmt: skip
+    """``(visit_counts [B, 7] int32, root_value [B], action_weights [B, 7], action [B])``."""
     counts = t.stats_f[t.children[:, ROOT_INDEX], 0] * legal  # (B, 7)
     root_value = torch.where(live, -t.stats[:, ROOT_INDEX, 1] / t.stats[:, ROOT_INDEX, 0], 0.0)
-    policy, action = (None, None) if root is None else gumbel_output(t, root, legal, counts)
-    return counts.round().to(torch.int32), root_value, policy, action
+    weights, action = policy.output(t, root, legal, counts, inputs)
+    return counts.round().to(torch.int32), root_value, weights, action
 
 
 class Steps(NamedTuple):
@@ -627,6 +759,8 @@ def search(
     gumbel: torch.Tensor | None = None,
     host_sync: bool | None = None,
     steps: Steps = EAGER,
+    policy: Policy | None = None,
+    inputs: SearchInputs | None = None,
 ) -> SearchResult:
     """Run ``config.sims`` simulations of batched MCTS from every position of ``state``.
 
@@ -638,51 +772,34 @@ def search(
         generator: draws the root Dirichlet noise when ``dirichlet_eps > 0``
             and ``root_noise`` is not given.
         root_noise: optional ``[B, 7] float32`` noise distributions (e.g. from
-            per-game streams), mixed in with weight ``dirichlet_eps``.
+            per-game streams), mixed in with weight ``dirichlet_eps`` (``inputs.noise``).
         gumbel: ``config.search == "gumbel"``: optional ``[B, 7]`` Gumbel(0, 1)
-            noise of the root's action sampling (None: no noise, the greedy agent).
+            noise of the root's action sampling (None: no noise, the greedy agent;
+            ``inputs.gumbel``).
         host_sync: whether the loop may read device values on the host (see
             :class:`_Search`); None: yes, unless ``steps`` is compiled (stopping early
             and compacting save more than the reads cost, on the CPU and on an H100
             alike). The results are the same.
         steps: how the steps run: :data:`EAGER`, or a compiled search's
             (:class:`~.compiled.CompiledSearch` passes them; never with ``host_sync``).
+        policy: the search's :class:`Policy` (default: ``config.search``'s, :data:`POLICIES`).
+        inputs: the policy's :class:`SearchInputs` (``root_noise`` and ``gumbel`` fill theirs).
 
     Returns:
         :class:`SearchResult`: root ``visit_counts [B, 7] int32`` summing to
         ``sims`` for live games, ``root_value [B] float32`` (mean over the
-        root's ``sims + 1`` visits, side to move's view), and the tree; for
-        Gumbel search also the improved ``policy [B, 7]`` and the ``action [B]``.
+        root's ``sims + 1`` visits, side to move's view), the tree, and the policy's
+        ``action_weights [B, 7]`` and ``action [B]``.
     """
     cfg = config or MCTSConfig()
-    if cfg.search == "gumbel":
-        return gumbel_search(state, evaluate_fn, cfg, gumbel, host_sync, steps)
-    return puct_search(state, evaluate_fn, cfg, generator, root_noise, host_sync, steps)
-
-
-def puct_search(state, evaluate_fn, cfg: MCTSConfig, generator=None, root_noise=None,
-                host_sync=None, steps: Steps = EAGER) -> SearchResult:  # fmt: skip
-    """AlphaZero's search (:func:`search` with ``search: puct``): root Dirichlet noise when
-    ``dirichlet_eps > 0`` (``root_noise``, else drawn with ``generator``), PUCT selection."""
-    noise = None
-    if cfg.dirichlet_eps > 0:
-        noise = root_noise
-        if noise is None:
-            legal = legal_mask(state) & ~has_won(state.position ^ state.mask).unsqueeze(1)
-            noise = sample_dirichlet(legal, cfg.dirichlet_alpha, generator)
-        _check_shape("root_noise", noise, state.batch_size)
-    return _loop(state, evaluate_fn, cfg, host_sync, steps, noise, None, None)
-
-
-def gumbel_search(state, evaluate_fn, cfg: MCTSConfig, gumbel=None, host_sync=None,
-                  steps: Steps = EAGER) -> SearchResult:  # fmt: skip
-    """Gumbel search (:func:`search` with ``search: gumbel``): Gumbel-Top-k root sampling
-    with ``gumbel`` noise (None: the greedy agent), Sequential Halving, the improved policy."""
-    if gumbel is None:
-        gumbel = torch.zeros(state.batch_size, WIDTH, device=state.device)
-    _check_shape("gumbel", gumbel, state.batch_size)
-    schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, state.device)  # (m+1, sims)
-    return _loop(state, evaluate_fn, cfg, host_sync, steps, None, gumbel, schedule)
+    policy = policy or POLICIES[cfg.search]
+    inputs = inputs or SearchInputs()
+    if root_noise is not None:
+        inputs = inputs._replace(noise=root_noise)
+    if gumbel is not None:
+        inputs = inputs._replace(gumbel=gumbel)
+    return _loop(state, evaluate_fn, cfg, host_sync, steps, policy,
+                 policy.prepare(state, cfg, inputs, generator))  # fmt: skip
 
 
 def _check_shape(name: str, noise: torch.Tensor, batch: int) -> None:
@@ -690,7 +807,7 @@ def _check_shape(name: str, noise: torch.Tensor, batch: int) -> None:
         raise ValueError(f"{name} must be [B, 7] = [{batch}, 7], got {tuple(noise.shape)}")
 
 
-def _loop(state, evaluate_fn, cfg, host_sync, steps: Steps, noise, gumbel, schedule):
+def _loop(state, evaluate_fn, cfg, host_sync, steps: Steps, policy: Policy, inputs):
     """The one search loop, for any policy: start, ``sims`` simulations, finish."""
     dev = state.device
     if host_sync is None:  # the eager search's faster way on the CPU and on an H100 alike
@@ -698,19 +815,19 @@ def _loop(state, evaluate_fn, cfg, host_sync, steps: Steps, noise, gumbel, sched
     if host_sync and steps.compiled:
         raise ValueError("a compiled search runs without host synchronisation (host_sync=False)")
     t = _Search(state, cfg, host_sync)
-    root, legal, live = steps.start(t, state, evaluate_fn, noise, gumbel, schedule)
+    root, legal, live = steps.start(t, state, evaluate_fn, policy, inputs)
     if steps.compiled:  # one graph for every simulation (copies: a view's offset is compiled in)
         sims = torch.arange(t.N, device=dev)
         bounds = torch.tensor([descent_bound(s) for s in range(1, t.N)] or [0])
         for sim in range(1, t.N):
-            steps.simulate(t, root, evaluate_fn, sims[sim].clone(), bounds[sim - 1].clone())
+            steps.simulate(t, policy, root, evaluate_fn, sims[sim].clone(),
+                           bounds[sim - 1].clone())  # fmt: skip
     else:
         for sim in range(1, t.N):
-            steps.simulate(
-                t, root, evaluate_fn, sim, NUM_CELLS if host_sync else descent_bound(sim)
-            )
-    counts, root_value, policy, action = steps.finish(t, root, legal, live)
-    return SearchResult(counts, root_value, t.tree(), policy, action)
+            bound = NUM_CELLS if host_sync else descent_bound(sim)
+            steps.simulate(t, policy, root, evaluate_fn, sim, bound)
+    counts, root_value, weights, action = steps.finish(t, policy, root, inputs, legal, live)
+    return SearchResult(counts, root_value, t.tree(), weights, action)
 
 
 class MCTSPlayer:
@@ -721,7 +838,8 @@ class MCTSPlayer:
             :func:`~.inference.torch_evaluate_fn` on ``device``).
         config: :class:`MCTSConfig` (no root noise by default: evaluation play).
         temperature: 0 (default) plays the most visited column (ties -> lowest);
-            > 0 samples proportionally to ``visits ** (1 / temperature)``.
+            > 0 samples proportionally to ``visits ** (1 / temperature)`` (PUCT; Gumbel
+            search plays its survivor).
     """
 
     def __init__(
@@ -741,17 +859,11 @@ class MCTSPlayer:
 
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
         """``[B] int64`` 0-based columns for unfinished games."""
-        result = search(state, self.evaluate_fn, self.config, generator)
-        return chosen_move(result, legal_mask(state), generator, self.temperature)
+        policy = POLICIES[self.config.search].at(self.temperature, generator)
+        return search(state, self.evaluate_fn, self.config, generator, policy=policy).action
 
 
-def chosen_move(result, legal: torch.Tensor, generator: torch.Generator | None = None,
-                temperature: float = 0.0) -> torch.Tensor:  # fmt: skip
-    """``[B] int64``: the move a search result plays, the one rule of the agents that play
-    (:class:`MCTSPlayer`, the play command's analysis). Gumbel search's own choice (noise-free,
-    greedy); else a column drawn from the visit counts at ``temperature`` (0: the most
-    visited, ties to the lowest column). Self-play's schedule, sampled then greedy by ply, is
-    :func:`~.selfplay._choose`'s."""
-    if result.action is not None:
-        return result.action
-    return sample_move(result.visit_counts.float().log(), legal, generator, temperature)
+def chosen_move(result: SearchResult, legal: torch.Tensor | None = None) -> torch.Tensor:
+    """``[B] int64``: the move a search result plays (its policy's choice): the one rule of
+    the agents that play (:class:`MCTSPlayer`, the play command's analysis, evaluation)."""
+    return result.action

@@ -61,7 +61,9 @@ from .config import check, is_int, tensor_cores, torch_threads
 from .gumbel import gumbel_from_uniforms
 from .inference import EvaluateFn, make_evaluate_fn
 from .mcts import (
+    POLICIES,
     MCTSConfig,
+    SearchInputs,
     dirichlet_from_uniforms,
     dirichlet_uniform_shape,
     search,
@@ -319,45 +321,41 @@ _NUM_NOISE = math.prod(dirichlet_uniform_shape(1))  # a slot's Dirichlet uniform
 
 def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
     """Uniforms each slot draws per step: the Dirichlet noise, the move sample, the random
-    opening, then (Gumbel search) 7 Gumbel variates. A draw's index never moves, so PUCT
-    runs keep their streams."""
-    return _NUM_NOISE + 2 + (WIDTH if mcts_cfg.search == "gumbel" else 0)
+    opening, then (a policy that reads Gumbel noise) 7 Gumbel variates. A draw's index never
+    moves, so PUCT runs keep their streams."""
+    return _NUM_NOISE + 2 + (WIDTH if "gumbel" in POLICIES[mcts_cfg.search].inputs else 0)
 
 
 def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor):
     """One search per game of ``state`` and the move each plays.
 
-    ``search_fn(state, evaluate_fn, root_noise=, gumbel=)`` searches with ``cfg.mcts``
+    ``search_fn(state, evaluate_fn, inputs=)`` searches with ``cfg.mcts`` and its policy
     (:func:`~.mcts.search`, or a :class:`~.compiled.CompiledSearch`). ``u [B, D]`` are the
-    games' uniforms of this step, laid out as :func:`_draws_per_step` says. Returns
-    ``(action [B], target [B, 7], root_value [B])``.
+    games' uniforms of this step, laid out as :func:`_draws_per_step` says; the policy gets
+    the inputs it reads (:attr:`~.mcts.Policy.inputs`): root noise, Gumbel noise, and a
+    uniform with the plies that sample their move (the first ``temp_cutoff`` of a game).
+    Returns ``(action [B], target [B, 7], root_value [B])``: the policy's move and action
+    weights (the training target).
     """
     mcts_cfg = cfg.mcts
-    if mcts_cfg.search == "gumbel":
-        g = gumbel_from_uniforms(u[:, _NUM_NOISE + 2 :])  # (B, 7)
-        result = search_fn(state, evaluate_fn, gumbel=g)
-        target = result.policy  # (B, 7): the improved policy is the training target
-        action = result.action
-    else:
-        noise = None
-        if mcts_cfg.dirichlet_eps > 0:
-            noise = dirichlet_from_uniforms(
-                legal_mask(state),
-                mcts_cfg.dirichlet_alpha,
-                u[:, :_NUM_NOISE].view(dirichlet_uniform_shape(state.batch_size)),
-            )
-        result = search_fn(state, evaluate_fn, root_noise=noise)
-        target = result.visit_counts.float()  # (B, 7)
-        # Temperature 1: the first column whose cumulative count exceeds u * total.
-        threshold = u[:, _NUM_NOISE : _NUM_NOISE + 1] * target.sum(1, keepdim=True)  # (B, 1)
-        sampled = (target.cumsum(1) <= threshold).sum(1)
-        action = torch.where(state.ply < cfg.temp_cutoff, sampled, target.argmax(1))
+    wanted = POLICIES[mcts_cfg.search].inputs
+    inputs = SearchInputs(
+        noise=dirichlet_from_uniforms(
+            legal_mask(state), mcts_cfg.dirichlet_alpha,
+            u[:, :_NUM_NOISE].view(dirichlet_uniform_shape(state.batch_size)),
+        ) if "noise" in wanted and mcts_cfg.dirichlet_eps > 0 else None,
+        gumbel=gumbel_from_uniforms(u[:, _NUM_NOISE + 2 :]) if "gumbel" in wanted else None,
+        uniform=u[:, _NUM_NOISE] if "uniform" in wanted else None,
+        sample=state.ply < cfg.temp_cutoff if "sample" in wanted else None,
+    )  # fmt: skip
+    result = search_fn(state, evaluate_fn, inputs=inputs)
+    action = result.action
     if cfg.random_opening_plies:
         legal = legal_mask(state).float()  # (B, 7)
         pick = (u[:, _NUM_NOISE + 1 : _NUM_NOISE + 2] * legal.sum(1, keepdim=True)).floor()
         uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
         action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
-    return action, target, result.root_value
+    return action, result.action_weights, result.root_value
 
 
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress,
