@@ -93,7 +93,7 @@ class ProjectSession(KedroSession):
                 run = plan(root, params, self.store.get("env"), self.session_id)
                 check_filters(params, kwargs)
                 self._prepare_store(root)
-                self.life.context = run
+                self.life.begin(run)
                 with reopening(run.mlflow_parent):
                     result = super().run(*args, **kwargs)
             self.life.finish()

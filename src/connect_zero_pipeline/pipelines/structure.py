@@ -69,7 +69,15 @@ def _shape(params: Mapping[str, Any]) -> dict[str, Any]:
 def check_shape(params: Mapping[str, Any]) -> None:
     """Refuse a run whose structural parameters are not the ones its pipelines are built
     from: a plain ``KedroSession`` (not :class:`~..session.ProjectSession`) builds them
-    from ``conf/``, so ``runtime_params`` that change the DAG's shape would be ignored."""
+    from ``conf/``, so ``runtime_params`` that change the DAG's shape would be ignored;
+    and a ``model.start_from`` there, which such a session would ignore too."""
+    start = (params.get("model") or {}).get("start_from")
+    if start and _SESSION_PARAMS.get() is None:  # a plain session plans no start point
+        raise ValueError(
+            f"model.start_from={start!r}: this session would ignore it (the project's session "
+            "resolves a start point once, at the run's start): run it with kedro run, or with "
+            "connect_zero_pipeline.session.ProjectSession (settings.SESSION_CLASS)"
+        )
     wanted = _shape(params)
     built = _shape(_built_from())
     changed = [k for k in STRUCTURAL if wanted[k] != built[k]]

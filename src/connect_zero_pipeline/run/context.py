@@ -3,21 +3,45 @@
 :func:`plan` builds it once, before anything is written, from the session's merged
 parameters: it validates them (:mod:`..params.schema`), checks a
 resume (:func:`.rules.check_resume`) and resolves the start point (:mod:`.start`). Any
-problem is a :class:`..errors.RunRefused` naming the bad value. The run-life hook
-(:class:`.hook.RunLife`) then claims the run's id and writes its manifest, and replaces
-the context with one that holds them (and, once kedro-mlflow opened it, the MLflow
-parent); the context itself never changes.
+problem is a :class:`..errors.RunRefused` naming the bad value. Its ``params`` are read
+only (:func:`freeze`). A context never changes: :func:`advance`, the one function that
+moves a run on, makes the next one, stage by stage (:data:`STAGES`: planned, claimed,
+pinned, opened, then finished or failed); the run-life hook (:class:`.hook.RunLife`) calls
+it as it claims the run's id, writes its manifest, pins its versions and records the
+MLflow parent and the end.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import RunRefused
 from .rules import check_resume, final_version
 from .start import recorded, start_point
+
+STAGES = ("planned", "claimed", "pinned", "opened", "finished", "failed")
+"""A run's stages, in order (``opened``: its MLflow parent exists; the last two end it)."""
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with every mapping in it read only (a ``MappingProxyType`` of a copy)."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain, writable copy of a :func:`freeze`-d value (a manifest writes it as JSON)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -31,8 +55,8 @@ class RunContext:
     attempt: str
     """This session's id: an extension's final outputs are written at this version."""
     env: str | None
-    params: dict[str, Any]
-    """The merged parameters (base, env, ``--params``)."""
+    params: Mapping[str, Any]
+    """The merged parameters (base, env, ``--params``), read only (:func:`freeze`)."""
     resumed: dict[str, Any] | None = None
     """The manifest of the run this one resumes, as it was before."""
     extension: tuple[int, int] | None = None
@@ -43,6 +67,8 @@ class RunContext:
     """The manifest as this attempt wrote it at its start (None before)."""
     mlflow_parent: str | None = None
     """The MLflow parent run (a resume's from its manifest; a new run's once opened)."""
+    stage: str = "planned"
+    """Where the run is (:data:`STAGES`)."""
 
     @property
     def is_resume(self) -> bool:
@@ -88,9 +114,24 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str) -> R
         run_id=resumed["run_id"] if resumed else attempt,
         attempt=attempt,
         env=env,
-        params=dict(params),
+        params=freeze(params),
         resumed=resumed,
         extension=extension,
         start=start,
         mlflow_parent=(resumed or {}).get("mlflow_run_id"),
     )
+
+
+def advance(run: RunContext, stage: str, **changes: Any) -> RunContext:
+    """The run at ``stage``, with ``changes`` (its id, manifest, MLflow parent): a new
+    context; the one way a run moves on. ``stage`` is the run's own or a later one, and an
+    ended run (finished, failed) moves no more.
+
+    Raises:
+        ValueError: a stage that is not one of :data:`STAGES`, or one the run has passed.
+    """
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+    if run.stage in STAGES[-2:] or STAGES.index(stage) < STAGES.index(run.stage):
+        raise ValueError(f"run {run.run_id} is {run.stage}: it cannot be {stage} now")
+    return dataclasses.replace(run, stage=stage, **changes)

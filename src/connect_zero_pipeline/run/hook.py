@@ -14,7 +14,6 @@ says ``finished`` only after the run's last write, whatever order the hooks run 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import Any
@@ -24,7 +23,7 @@ from kedro.framework.hooks import hook_impl
 from ..errors import NothingToDo
 from ..messages import error_line
 from . import manifest as manifests  # looked up at each call (the fault sweep wraps them)
-from .context import RunContext
+from .context import RunContext, advance, thaw
 from .liveness import this_process
 from .pinning import nothing_to_run, pin_outputs, steps_done
 from .rules import check_attempt
@@ -45,6 +44,12 @@ class RunLife:
     def __init__(self, context: RunContext | None = None) -> None:
         self.context = context
         self._attempt_start = time.perf_counter()
+
+    def begin(self, run: RunContext) -> None:
+        """Hold the run the session planned (its first stage) until the pipeline starts."""
+        if run.stage != "planned":
+            raise ValueError(f"run {run.run_id} is {run.stage}, not planned")
+        self.context = run
 
     @property
     def started(self) -> bool:
@@ -67,18 +72,19 @@ class RunLife:
                 raise NothingToDo(f"Nothing to do: {what}; nothing was run or written.")
         self._attempt_start = time.perf_counter()
         record = self._manifest(run, run_params)
-        self.context = dataclasses.replace(run, manifest=record)  # fail() records a failed write
+        self.context = advance(run, "claimed", manifest=record)  # fail() records a failed write
         if run.is_resume:
             manifests.write_manifest(run.root, record)
         else:
             record["run_id"] = manifests.claim_manifest(run.root, record)
-        self.context = run = dataclasses.replace(run, run_id=record["run_id"], manifest=record)
+        self.context = run = advance(run, "claimed", run_id=record["run_id"], manifest=record)
         if run.extension is not None:
             log.info("Run %s: extended from %d to %d generations; its final outputs are "
                      "written at version %s", run.run_id, *run.extension, run.attempt)  # fmt: skip
         pinned = pin_outputs(pipeline, catalog, run)
         if START_POINT in catalog:
             catalog.get(START_POINT).save(dict(run.start))
+        self.context = advance(run, "pinned")
         log.info("Run %s: %d versioned outputs read and written at this version",
                  run.run_id, pinned)  # fmt: skip
 
@@ -93,7 +99,7 @@ class RunLife:
             "run_id": run.run_id,
             "pipelines": sorted(run_params.get("pipeline_names") or ["__default__"]),
             "env": run.env,
-            "params": run.params,
+            "params": thaw(run.params),
             "status": "running",
             "started": before.get("started") or _now(),
             "resumed": [*(before.get("resumed") or []), run.attempt] if run.is_resume else [],
@@ -114,8 +120,8 @@ class RunLife:
             return
         record = {**self.context.manifest, "mlflow_run_id": mlflow_run_id}
         manifests.write_manifest(self.context.root, record)
-        self.context = dataclasses.replace(self.context, manifest=record,
-                                           mlflow_parent=mlflow_run_id)  # fmt: skip
+        self.context = advance(self.context, "opened", manifest=record,
+                               mlflow_parent=mlflow_run_id)  # fmt: skip
 
     def _end(self, status: str, error: BaseException | None = None) -> None:
         if not self.started or self.context.manifest.get("status") != "running":
@@ -127,7 +133,7 @@ class RunLife:
         if error is not None:
             record["error"] = error_line(error)
         manifests.write_manifest(self.context.root, record)  # a failed write: fail() may follow
-        self.context = dataclasses.replace(self.context, manifest=record)
+        self.context = advance(self.context, status, manifest=record)
 
     def finish(self) -> None:
         """Record that the run finished: the session calls it after the run's last write."""

@@ -62,3 +62,19 @@ def test_a_plain_kedro_session_refuses_a_shape_it_would_not_build(kedro_project)
     ):
         session.load_context()
     assert store_untouched(kedro_project)
+
+
+def test_a_plain_kedro_session_refuses_a_start_it_would_ignore(kedro_project):
+    bootstrap_project(kedro_project)
+    params = {"model": {"start_from": "models:/connect-zero@champion"}}
+    session = KedroSession.create(project_path=kedro_project, runtime_params=params)
+    with (
+        session,
+        pytest.raises(
+            Exception,
+            match=r"model.start_from='models:/connect-zero@champion': "
+            r"this session would ignore it",
+        ),  # fmt: skip
+    ):
+        session.load_context()
+    assert store_untouched(kedro_project)

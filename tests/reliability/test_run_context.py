@@ -1,0 +1,48 @@
+"""A run's context: planned once, read only, moved on stage by stage by one function."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from connect_zero_pipeline.run.context import RunContext, advance, freeze, thaw
+
+
+def _planned() -> RunContext:
+    params = freeze(
+        {"model": {"seed": 0, "preset": "cpu"}, "evaluate": {"benchmark": {"sims": [2]}}}
+    )
+    return RunContext(root=Path("."), run_id="r1", attempt="r1", env=None, params=params)
+
+
+def test_the_parameters_are_read_only_and_thaw_into_json():
+    run = _planned()
+    with pytest.raises(TypeError):
+        run.params["model"] = {}
+    with pytest.raises(TypeError):
+        run.params["model"]["seed"] = 3
+    plain = thaw(run.params)
+    assert json.loads(json.dumps(plain)) == plain and plain["model"]["seed"] == 0
+    plain["model"]["seed"] = 5  # a copy: the run's own stay
+    assert run.params["model"]["seed"] == 0
+
+
+def test_a_run_moves_on_stage_by_stage_each_a_new_context():
+    planned = _planned()
+    claimed = advance(planned, "claimed", run_id="r2", manifest={"status": "running"})
+    assert (planned.stage, planned.run_id, planned.manifest) == ("planned", "r1", None)
+    assert (claimed.stage, claimed.run_id) == ("claimed", "r2")
+    again = advance(claimed, "claimed", manifest={"status": "running", "x": 1})  # same stage
+    pinned = advance(again, "pinned")
+    opened = advance(pinned, "opened", mlflow_parent="abc")
+    ended = advance(opened, "failed", manifest={"status": "failed"})
+    assert [c.stage for c in (again, pinned, opened, ended)] == [
+        "claimed", "pinned", "opened", "failed"]  # fmt: skip
+    with pytest.raises(ValueError, match="r2 is opened: it cannot be claimed now"):
+        advance(opened, "claimed")
+    with pytest.raises(ValueError, match="is failed: it cannot be finished now"):
+        advance(ended, "finished")
+    with pytest.raises(ValueError, match="stage must be one of"):
+        advance(planned, "running")
