@@ -57,15 +57,15 @@ def chdir(path: Path) -> Iterator[None]:
         os.chdir(old)
 
 
-def project_config(project: Path, key: str) -> dict[str, Any]:
+def project_config(project: Path, key: str, env: str | None = None) -> dict[str, Any]:
     """The merged config ``key`` (``catalog``, ``mlflow``, ...) of the Kedro project at
-    ``project``, read as ``kedro run`` reads it (base, then ``$KEDRO_ENV`` or local),
-    without a session: no hooks, no MLflow run."""
+    ``project``, read as ``kedro run`` reads it (base, then ``env``; None: ``$KEDRO_ENV`` or
+    local), without a session: no hooks, no MLflow run."""
     from kedro.config import OmegaConfigLoader
 
     with chdir(project):  # the ${cz.project_root:} resolver looks around the current folder
         loader = OmegaConfigLoader(
-            conf_source=str(project / "conf"), env=os.environ.get("KEDRO_ENV"),
+            conf_source=str(project / "conf"), env=env or os.environ.get("KEDRO_ENV"),
             **CONFIG_LOADER_ARGS,
         )  # fmt: skip
         return dict(loader[key])

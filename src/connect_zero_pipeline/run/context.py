@@ -104,7 +104,7 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str) -> R
         spec = parse_section("model", params.get("model"))
         window = parse_section("train", params.get("train")).buffer_gens - 1
         start = start_point(root, spec.start_from, window if spec.start_window else 0,
-                            (resumed or {}).get("start_from"))  # fmt: skip
+                            (resumed or {}).get("start_from"), env)  # fmt: skip
     except RunRefused:
         raise
     except ValueError as exc:

@@ -24,16 +24,17 @@ from ..naming import GAMES_PARTITION, GENERATION, model_index
 from .manifest import check_known
 
 
-def partitions(root: Path, view: str) -> list[str]:
+def partitions(root: Path, view: str, env: str | None = None) -> list[str]:
     """The partition ids of catalog view ``view`` (``model_files``, ``games_files``) of the
-    project at ``root``; nothing is read."""
+    project at ``root``, as its env ``env`` configures it; nothing is read. The view's
+    folder, relative in the catalog, is the project's."""
     from kedro.io import DataCatalog
 
-    from ..config_loader import chdir, project_config
+    from ..config_loader import project_config
 
-    with chdir(Path(root)):  # the catalog's relative paths are the project's
-        catalog = DataCatalog.from_config(project_config(Path(root), "catalog"))
-        return list(catalog.load(view))
+    conf = dict(project_config(Path(root), "catalog", env)[view])
+    conf["path"] = str(Path(root) / conf["path"])  # an absolute path stays as it is
+    return list(DataCatalog.from_config({view: conf}).load(view))
 
 
 def _generation_models(models: Iterable[str]) -> dict[tuple[str, int], str]:
@@ -119,7 +120,8 @@ def games_window(start: dict[str, Any], size: int, games: Iterable[str]) -> list
     return [[k, found[k]] for k in wanted]
 
 
-def start_point(root: Path, ref: str, window: int, kept: dict[str, Any] | None = None):
+def start_point(root: Path, ref: str, window: int, kept: dict[str, Any] | None = None,
+                env: str | None = None):  # fmt: skip
     """What the catalog entry ``start_point`` holds for a run from ``ref`` (``{}`` without
     one): :func:`resolve`'s answer (or ``kept``, what a resumed run's manifest recorded), with ``games``, its
     replay window of ``window`` generations (none for 0). Each catalog view is listed once.
@@ -129,9 +131,9 @@ def start_point(root: Path, ref: str, window: int, kept: dict[str, Any] | None =
     """
     if not ref:
         return {}
-    models = partitions(root, "model_files")
+    models = partitions(root, "model_files", env)
     start = {**kept, "model": model_partition(kept, models)} if kept else resolve(root, ref, models)
-    games = partitions(root, "games_files") if window else []
+    games = partitions(root, "games_files", env) if window else []
     return {**start, "games": games_window(start, window, games) if window else []}
 
 
