@@ -210,10 +210,6 @@ def load_registered(uri: str, project: Path):
     Raises:
         ValueError: naming the URI, for an unknown model, alias or version (with the known ones).
     """
-    import mlflow
-
-    from .core.export import OnnxNetwork
-
     client = project_client(project)
     name, ref = parse_model_uri(uri)
     try:
@@ -222,15 +218,25 @@ def load_registered(uri: str, project: Path):
         raise ValueError(
             f"{uri}: no such registered model version ({_known(client, name)})"
         ) from exc
+    # The version's own artifact location: no global tracking or registry URI is touched.
+    source = client.get_model_version_download_uri(name, version.version)
+    return load_version_files(source, f"{name} version {version.version}")
+
+
+def load_version_files(source: str, described: str):
+    """The ONNX network of a registered version's files at ``source`` (its download URI), as
+    an :class:`~.core.export.OnnxNetwork` whose ``meta`` says it is ``described``."""
+    import mlflow
+
+    from .core.export import OnnxNetwork
+
     with tempfile.TemporaryDirectory() as tmp:
-        # The version's own artifact location: no global tracking or registry URI is touched.
-        source = client.get_model_version_download_uri(name, version.version)
         local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=tmp)
         files = sorted(Path(local).rglob("*.onnx"))
         if not files:
-            raise ValueError(f"{uri}: version {version.version} holds no ONNX file")
+            raise ValueError(f"{described} holds no ONNX file")
         network = OnnxNetwork(files[0].read_bytes())
-    network.meta = {**network.meta, "registered": f"{name} version {version.version}"}
+    network.meta = {**network.meta, "registered": described}
     return network
 
 

@@ -90,7 +90,8 @@ class ProjectSession(KedroSession):
         root = Path(self.store["project_path"])
         try:
             with reading(params):
-                run = plan(root, params, self.store.get("env"), self.session_id)
+                names = kwargs.get("pipeline_names") or [kwargs.get("pipeline_name")]
+                run = plan(root, params, self.store.get("env"), self.session_id, names)
                 check_filters(params, kwargs)
                 self._prepare_store(root)
                 self.life.begin(run)

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import RunRefused
+from .ladder import ladder_plan
 from .rules import check_resume, final_version
 from .start import recorded, start_point
 
@@ -63,6 +64,8 @@ class RunContext:
     """``(from, to)`` generations when this resume extends the run."""
     start: dict[str, Any] = field(default_factory=dict)
     """The catalog entry ``start_point`` (:mod:`.start`); ``{}`` without one."""
+    ladder: dict[str, Any] = field(default_factory=dict)
+    """The catalog entry ``ladder_plan`` (:mod:`.ladder`); ``{}`` for a run with no ladder."""
     manifest: dict[str, Any] | None = None
     """The manifest as this attempt wrote it at its start (None before)."""
     mlflow_parent: str | None = None
@@ -89,8 +92,10 @@ class RunContext:
         return recorded(self.start)
 
 
-def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str) -> RunContext:
-    """The context of a run of ``params`` in the project at ``root``, checked before any work.
+def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str,
+         pipelines: list[str] | None = None) -> RunContext:  # fmt: skip
+    """The context of a run of ``params`` in the project at ``root``, checked before any work
+    (``pipelines``: the run's; a ladder's players are planned when it runs the ladder).
 
     Raises:
         RunRefused: naming the bad value: a parameter, a resume that cannot work, a start
@@ -105,6 +110,7 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str) -> R
         window = parse_section("train", params.get("train")).buffer_gens - 1
         start = start_point(root, spec.start_from, window if spec.start_window else 0,
                             (resumed or {}).get("start_from"), env)  # fmt: skip
+        ladder = ladder_plan(root, params) if "ladder" in (pipelines or []) else {}
     except RunRefused:
         raise
     except ValueError as exc:
@@ -118,6 +124,7 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str) -> R
         resumed=resumed,
         extension=extension,
         start=start,
+        ladder=ladder,
         mlflow_parent=(resumed or {}).get("mlflow_run_id"),
     )
 

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 START_POINT = "start_point"
 """The catalog entry that hands the nodes the run's start point (:mod:`.start`)."""
+LADDER_PLAN = "ladder_plan"
+"""The catalog entry that hands the ladder's nodes what it plays (:mod:`.ladder`)."""
 
 
 def _now() -> str:
@@ -84,6 +86,8 @@ class RunLife:
         pinned = pin_outputs(pipeline, catalog, run)
         if START_POINT in catalog:
             catalog.get(START_POINT).save(dict(run.start))
+        if LADDER_PLAN in catalog:
+            catalog.get(LADDER_PLAN).save(dict(run.ladder))
         self.context = advance(run, "pinned")
         log.info("Run %s: %d versioned outputs read and written at this version",
                  run.run_id, pinned)  # fmt: skip

@@ -32,11 +32,9 @@ from ...core.players import SOLVER_PREFIX
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
 from ...naming import CHUNK, GENERATION, model_index
-from ...params.ladder import LATEST, LadderConfig
+from ...params.ladder import LadderConfig
 from ...params.schema import parse_section
-from ...project import in_project
 from ...registry import REGISTERED_MODEL, REGISTRY_PREFIX
-from ...run.manifest import alphazero_runs, check_known
 
 log = logging.getLogger(__name__)
 
@@ -48,31 +46,24 @@ Partitions = Mapping[str, Callable[[], Any]]
 # ---------------------------------------------------------------------------
 
 
-def select_players(model_files: Partitions, params: dict) -> pd.DataFrame:
+def select_players(model_files: Partitions, plan: dict, params: dict) -> pd.DataFrame:
     """The ladder's players, one row each: ``id``, ``kind``, ``label``, ``run_id``,
     ``generation``, ``source`` (a partition id of ``model_files``, a ``models:/`` URI or
-    the anchor's name).
+    the anchor's name), from the runs and registry versions of ``plan`` (the catalog entry
+    ``ladder_plan``, :mod:`...run.ladder`).
 
     Raises:
-        ValueError: naming an unknown run id, registry version or alias, or chunk,
-            before any game is played.
+        ValueError: naming a run without models or an unknown chunk, before any game is
+            played; or a ladder that was not planned (a plain ``KedroSession``).
     """
     cfg = parse_section("ladder", params)
-    root = in_project(".")
+    if not plan and (cfg.runs or cfg.registry):
+        raise ValueError("ladder: no plan of its runs and registry versions: run it with "
+                         "kedro run, whose session plans it at the run's start")  # fmt: skip
     agent = cfg.agent
     rows = []
-    finished = alphazero_runs(root)
     generations = model_index(model_files, GENERATION)
-    for run in cfg.runs:
-        if run == LATEST:
-            if not finished:
-                raise ValueError(
-                    "ladder.runs: 'latest' names no run: this project has no finished "
-                    "alphazero run yet (kedro run), or name run ids"
-                )
-            run = finished[-1]
-        else:
-            check_known(root, run, "ladder.runs")
+    for run in plan.get("runs", []):
         mine = {f.k: f for f in generations if f.k >= 1 and f.version == run}
         if not mine:
             raise ValueError(f"ladder.runs: run {run!r} has no generation models")
@@ -82,8 +73,13 @@ def select_players(model_files: Partitions, params: dict) -> pd.DataFrame:
                 "id": f"{run}/{mine[g].name}|{agent}", "kind": "generation",
                 "label": mine[g].name, "run_id": run, "generation": g, "source": mine[g].pid,
             })  # fmt: skip
-    if cfg.registry:
-        rows += _registry_players(root, cfg, agent)
+    for version in plan.get("registry", []):
+        n, ref = version["version"], version["ref"]
+        rows.append({
+            "id": f"{REGISTERED_MODEL}/v{n}|{agent}", "kind": "registry",
+            "label": f"{REGISTERED_MODEL} v{n}" + ("" if ref.isdigit() else f" ({ref})"),
+            "run_id": version["run_id"], "generation": None, "source": version["uri"],
+        })  # fmt: skip
     chunks = {f.name: f for f in model_index(model_files, CHUNK)}  # each chunk's latest version
     for chunk in cfg.reinforce:
         if chunk not in chunks:
@@ -107,53 +103,36 @@ def select_players(model_files: Partitions, params: dict) -> pd.DataFrame:
     return table
 
 
-def _registry_players(root: Path, cfg: LadderConfig, agent: str) -> list[dict]:
-    from ...registry import find_version, project_client
-
-    client = project_client(root)
-    rows = []
-    for ref in map(str, cfg.registry):
-        try:
-            version = find_version(client, REGISTERED_MODEL, ref)
-        except ValueError as exc:
-            raise ValueError(f"ladder.registry: {exc}") from exc
-        rows.append({
-            "id": f"{REGISTERED_MODEL}/v{version.version}|{agent}", "kind": "registry",
-            "label": f"{REGISTERED_MODEL} v{version.version}" + ("" if ref.isdigit() else f" ({ref})"),
-            "run_id": version.tags.get("run_id"), "generation": None,
-            "source": f"{REGISTRY_PREFIX}{REGISTERED_MODEL}/{version.version}",
-        })  # fmt: skip
-    return rows
-
-
-def solver_labeller(cfg: LadderConfig):
+def solver_labeller(cfg: LadderConfig, where: str | None):
     """What exact solver anchors (``solver_max_nodes: 0``) analyse with: the project's solver
-    cache (``pons.cache_dir``, shared with the labelled sets and ``benchmark``), one position
-    per task on ``cfg.node``'s workers (a process per core by default). Anchors with a node
-    budget analyse in this process instead: a cached exact analysis would make them stronger
-    than their budget, and an anchor must stay the same player from ladder to ladder."""
+    cache ``where`` (the run's ``pons.cache_dir``, shared with the labelled sets and
+    ``benchmark``), one position per task on ``cfg.node``'s workers (a process per core by
+    default). Anchors with a node budget analyse in this process instead: a cached exact
+    analysis would make them stronger than their budget, and an anchor must stay the same
+    player from ladder to ladder."""
     from ...core.labelling import Labeller, SolvedCache
     from ...executors import chunk_runner
-    from ...params.pons import PonsConfig
 
-    where = PonsConfig().cache_dir
-    cache = SolvedCache(in_project(where) if where else None)
+    cache = SolvedCache(Path(where) if where else None)
     log.info("Ladder: the solver anchors analyse through %s (%d positions)", where, len(cache))
     return Labeller(max_nodes=0, cache=cache, chunk_size=1,
                     run_chunks=chunk_runner(cfg.node), flush_seconds=30)  # fmt: skip
 
 
-def _make_player(row, model_files: Partitions, cfg: LadderConfig, device, labeller=None):
+def _make_player(row, model_files: Partitions, plan: dict, cfg: LadderConfig, device,
+                 labeller=None):  # fmt: skip
     from ...core.inference import make_evaluate_fn
     from ...core.mcts import MCTSPlayer
     from ...core.players import PolicyPlayer, make_player
 
     if row.kind == "anchor":
         return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller)
-    if row.source.startswith(REGISTRY_PREFIX):
-        from ...registry import load_registered
+    if row.source.startswith(REGISTRY_PREFIX):  # its files, as the plan found them
+        from ...registry import load_version_files
 
-        model = load_registered(row.source, in_project("."))
+        version = next(v for v in plan["registry"] if v["uri"] == row.source)
+        model = load_version_files(version["source"],
+                                   f"{REGISTERED_MODEL} version {version['version']}")  # fmt: skip
     else:
         model = model_files[row.source]()
     if cfg.mcts is None:
@@ -166,13 +145,16 @@ def _make_player(row, model_files: Partitions, cfg: LadderConfig, device, labell
 # ---------------------------------------------------------------------------
 
 
-def play_ladder(players: pd.DataFrame, model_files: Partitions, params: dict) -> pd.DataFrame:
-    """Every pair's games (round robin), from the cache when already played."""
+def play_ladder(players: pd.DataFrame, model_files: Partitions, plan: dict,
+                params: dict) -> pd.DataFrame:  # fmt: skip
+    """Every pair's games (round robin), from the cache when already played (the plan's
+    ``match_cache``)."""
     cfg = parse_section("ladder", params)
     device = resolve_device(cfg.node.device)
     key = opening_key(cfg.num_openings, cfg.opening_plies, cfg.seed)
     openings = random_openings(cfg.num_openings, cfg.opening_plies, cfg.seed)
-    cache = MatchCache(in_project(cfg.cache_dir) if cfg.cache_dir else None)
+    where = plan.get("match_cache")
+    cache = MatchCache(Path(where) if where else None)
     rows = list(players.itertuples(index=False))
     built: dict[str, object] = {}
     labeller = None  # the exact solver anchors', made when the first of them plays
@@ -182,8 +164,8 @@ def play_ladder(players: pd.DataFrame, model_files: Partitions, params: dict) ->
         if row.id not in built:
             exact = row.source.startswith(SOLVER_PREFIX) and not cfg.solver_max_nodes
             if exact and labeller is None:
-                labeller = solver_labeller(cfg)
-            built[row.id] = _make_player(row, model_files, cfg, device, labeller)
+                labeller = solver_labeller(cfg, plan.get("solver_cache"))
+            built[row.id] = _make_player(row, model_files, plan, cfg, device, labeller)
         return built[row.id]
 
     tables, played, reused = [], 0, 0
@@ -203,7 +185,7 @@ def play_ladder(players: pd.DataFrame, model_files: Partitions, params: dict) ->
     finally:
         if labeller is not None:
             labeller.close()
-    log.info("Ladder: %d pairs played, %d reused from %s", played, reused, cfg.cache_dir)
+    log.info("Ladder: %d pairs played, %d reused from %s", played, reused, where)
     return pd.concat(tables, ignore_index=True)
 
 

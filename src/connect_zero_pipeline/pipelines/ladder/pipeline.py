@@ -16,13 +16,13 @@ def create_pipeline(**kwargs) -> Pipeline:
         [
             Node(
                 select_players,
-                ["model_files", "params:ladder"],
+                ["model_files", "ladder_plan", "params:ladder"],
                 "ladder_players",
                 name="select_players",
             ),
             Node(
                 play_ladder,
-                ["ladder_players", "model_files", "params:ladder"],
+                ["ladder_players", "model_files", "ladder_plan", "params:ladder"],
                 "ladder_matches",
                 name="play_ladder",
             ),
