@@ -1,6 +1,8 @@
 # Connect-Zero Pipeline: set-up, run and test.
 #
 #   make run    create or reuse .venv, install, run the main job (kedro run)
+#   make quick  the same set-up, then the whole alphazero pipeline at smoke sizes in about a
+#               minute (kedro run --env quick): every output of a run, a weak model
 #   make resume RUN=<id> [PARAMS=k=v,...] [ENV=name]
 #               continue a failed or killed run (make resume alone lists the runs) with
 #               the --params and --env its manifest records; PARAMS=alphazero.num_generations=40
@@ -29,7 +31,7 @@ EXTRAS      ?= dev,ray
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run resume test browser lint format bench viz viz-full mlflow play play-cli clean-venv web
+.PHONY: setup run quick resume test browser lint format bench viz viz-full mlflow play play-cli clean-venv web
 
 setup: $(VENV)/.installed web
 
@@ -66,6 +68,9 @@ $(ORT_WEB): $(WEB_DIR)/package.json $(WEB_DIR)/package-lock.json | $(VENV)/.inst
 
 run: setup
 	$(BIN)/kedro run
+
+quick: setup
+	$(BIN)/kedro run --env quick
 
 resume: setup
 	@test -n "$(RUN)" || { $(BIN)/python -m connect_zero_pipeline runs; echo "usage: make resume RUN=<run id> [PARAMS=...] [ENV=...]"; exit 2; }

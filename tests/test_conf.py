@@ -126,7 +126,7 @@ def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
             {"node": {"num_threads": 0}},
             r"reinforce\.train\.node\.num_threads must be null or an integer >= 1",
         ),
-        ("evaluate", {"num_games": -5}, r"evaluate\.num_games must be an integer >= 200"),
+        ("evaluate", {"num_games": -5}, r"evaluate\.num_games must be an integer >= 2"),
         ("train", {"lr": -1}, r"train\.lr must be in \(0, 1\.0\], got -1"),
         ("train", {"lr_min": 1.0}, r"train\.lr_min must be in \(0, lr=0\.003\]"),
         ("train", {"lr": 1e30}, r"train\.lr must be in \(0, 1\.0\], got 1e\+30"),
