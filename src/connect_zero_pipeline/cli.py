@@ -197,7 +197,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         from .commands.interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
         click.echo(INTERRUPTED, err=True)
-        _resume_hint(stop, "failed (interrupted)")
+        _resume_hint(stop, "failed (interrupted)", fix=False)
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         message = None if verbose else user_error(exc, pipelines)
@@ -211,17 +211,19 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         sys.exit(1)
 
 
-def _resume_hint(error: BaseException, how: str, before: str = "") -> bool:
+def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = True) -> bool:
     """Print ``before`` and the one way to go on with the run that ``error`` ended as ``how``
-    (``make resume RUN=<id>``); False, printing nothing, when no run had started."""
+    (``make resume RUN=<id>``; after an error, "once fixed"; after an interrupt, nothing to
+    fix); False, printing nothing, when no run had started."""
     from .errors import run_of
 
     run_id = run_of(error)
     if not run_id:
         return False
     click.echo(before, err=True, nl=False)
-    click.echo(f"Run {run_id} is recorded as {how}; once fixed, resume it: "
-               f"make resume RUN={run_id}", err=True)  # fmt: skip
+    when = "once fixed, " if fix else ""
+    click.echo(f"Run {run_id} is recorded as {how}; {when}resume it: make resume RUN={run_id}",
+               err=True)  # fmt: skip
     return True
 
 

@@ -66,3 +66,32 @@ def test_the_self_play_workers_are_kept_for_the_next_generation():
     assert second[same].equals(alone[same])
     local.close_pools()
     assert local._POOLS == {}
+
+
+def _init_then_interrupted(parent: int, conn) -> None:
+    """A worker after its initializer, then a Ctrl-C."""
+    import os
+    import signal
+
+    from connect_zero_pipeline.executors.local import init_worker
+
+    init_worker(parent)
+    conn.send("initialized")
+    os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C at the terminal, while it works
+    conn.send("survived the Ctrl-C")
+
+
+def test_a_ctrl_c_ends_a_worker_at_once_and_quietly():
+    import os
+    import signal
+    from multiprocessing import get_context
+
+    ctx = get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    worker = ctx.Process(target=_init_then_interrupted, args=(os.getpid(), theirs))
+    worker.start()
+    worker.join(60)
+    assert mine.recv() == "initialized"
+    # os._exit from the handler: no KeyboardInterrupt (whose traceback would end it with 1)
+    assert worker.exitcode == 128 + signal.SIGINT
+    assert not mine.poll()

@@ -259,6 +259,8 @@ def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
     (manifest,) = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
     assert manifest["status"] == "failed" and manifest["error"] == "interrupted (Ctrl-C)"
     assert f"make resume RUN={manifest['run_id']}" in rest and "--from-nodes" not in rest
+    assert f"; resume it: make resume RUN={manifest['run_id']}" in rest  # nothing to fix
+    assert "once fixed" not in rest
     runs = mlflow_client(project).search_runs(["1"])
     statuses = {"parent" if "mlflow.parentRunId" not in r.data.tags else r.info.run_name:
                 r.info.status for r in runs}  # fmt: skip

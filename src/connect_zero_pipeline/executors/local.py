@@ -81,8 +81,21 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _init_solver_worker(parent: int, tt_log2: int) -> None:
+def _exit_quietly(signum, frame) -> None:
+    os._exit(128 + signum)  # no KeyboardInterrupt traceback: the parent says "Interrupted."
+
+
+def init_worker(parent: int) -> None:
+    """Process initializer of every worker: it dies with its parent (:func:`die_with_parent`)
+    and a Ctrl-C ends it at once, quietly: the run's process reports the interrupt. (A
+    Ctrl-C in the second a worker still starts, importing torch, is its KeyboardInterrupt
+    still: a spawned process starts with Python's own handler.)"""
     die_with_parent(parent)
+    signal.signal(signal.SIGINT, _exit_quietly)
+
+
+def _init_solver_worker(parent: int, tt_log2: int) -> None:
+    init_worker(parent)
     init_worker_solver(tt_log2)
 
 
@@ -196,10 +209,10 @@ class _ShardPool:
     def __init__(self, workers: int):
         ctx = get_context("spawn")  # spawn: no forked copies of torch's thread pools
         self.manager = SyncManager(ctx=ctx)
-        self.manager.start(die_with_parent, (os.getpid(),))
+        self.manager.start(init_worker, (os.getpid(),))
         self.steps = self.manager.Queue()
         self.pool = ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+            workers, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
         )
 
     def drain(self) -> None:
