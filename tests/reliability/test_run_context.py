@@ -46,3 +46,17 @@ def test_a_run_moves_on_stage_by_stage_each_a_new_context():
         advance(ended, "finished")
     with pytest.raises(ValueError, match="stage must be one of"):
         advance(planned, "running")
+
+
+def test_a_resume_in_another_env_is_refused_in_words(tmp_path):
+    from connect_zero_pipeline.run.manifest import write_manifest
+    from connect_zero_pipeline.run.rules import check_resume
+
+    params = {"model": {"seed": 0}}
+    run = "2026-11-23T10.26.41.512Z"
+    write_manifest(tmp_path, {"run_id": run, "status": "failed", "env": "gpu", "params": params})
+    with pytest.raises(ValueError) as refused:
+        check_resume(tmp_path, {**params, "resume": run}, None)
+    message = str(refused.value)
+    assert "that run used --env gpu, this one no --env (conf/base and local)" in message
+    assert "None" not in message

@@ -153,9 +153,13 @@ def check_resume(root: Path, params: dict[str, Any], env: str | None):
             f"stage runs (*.node.*). Changed: {'; '.join(changes[:10])}"
         )
     if (manifest.get("env") or None) != (env or None):
-        raise ValueError(
-            f"resume={resume!r}: that run used --env {manifest.get('env')!r}, this one {env!r}"
-        )
+
+        def words(name: str | None) -> str:
+            return f"--env {name}" if name else "no --env (conf/base and local)"
+
+        raise ValueError(f"resume={resume!r}: that run used {words(manifest.get('env'))}, this "
+                         f"one {words(env)}: resume it as it ran (make resume RUN={resume} "
+                         "takes its env from its record)")  # fmt: skip
     return manifest, extended
 
 
