@@ -206,7 +206,7 @@ def test_bad_lines_name_file_line_and_move_and_exit_non_zero(model_file, tmp_pat
     assert res.returncode == 1
     assert res.stdout == ""  # nothing scored, not even the good file
     errors = res.stderr.strip().splitlines()
-    assert errors[0].startswith(f"{bad}: line 3:") and "'8' at index 2" in errors[0]
+    assert errors[0].startswith(f"{bad}: line 3:") and "'8' (move 3)" in errors[0]
     assert errors[1].startswith(f"{bad}: line 4:") and "already won" in errors[1]
     assert "Traceback" not in res.stderr
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -333,6 +334,22 @@ def test_web_serves_the_page_on_loopback(tmp_path):
                 urllib.request.urlopen(url + f"analyze?moves={moves}")
             assert bad.value.code == 400 and bad.value.reason == "Bad Request"
             assert json.loads(bad.value.read().decode())["error"].startswith(reason)
+        # Moves count from 1 in the reasons, as a person counts them.
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(url + "analyze?moves=44444444")
+        assert "move 7 ('4')" in json.loads(bad.value.read().decode())["error"]
+        # Another method, announcing a 10 MB body: 405 in JSON at once, naming what the
+        # address answers; the body is not read, and the connection closes.
+        port = int(match.group(2))
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"POST /analyze?moves=44 HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: 10000000\r\n\r\n" + b"x" * 1000)  # fmt: skip
+            answer = b""
+            while chunk := conn.recv(4096):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 405") and b"Allow: GET\r\n" in head + b"\r\n"
+        assert json.loads(body) == {"error": "/analyze answers GET only, not POST"}
         with urllib.request.urlopen(url) as resp:
             assert resp.status == 200
     finally:

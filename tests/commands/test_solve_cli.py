@@ -45,9 +45,9 @@ def test_bad_lines_report_line_number_keep_alignment_and_fail_at_the_end():
     assert lines == ["52753311433677442422121 8", "", "", "", "", "", "", "", "121217 18"]
     errors = err.strip().split("\n")
     assert [e.split(":")[0] for e in errors] == [f"line {i}" for i in (3, 4, 5, 6, 7, 8)]
-    assert "'8' at index 2" in errors[0]
-    assert "full column" in errors[1] and "index 6" in errors[1]
-    assert "after the game is over" in errors[2] and "index 7" in errors[2]
+    assert "'8' (move 3)" in errors[0]
+    assert "full column" in errors[1] and "move 7" in errors[1]
+    assert "after the game is over" in errors[2] and "move 8" in errors[2]
     assert "already won" in errors[3]
 
 

@@ -40,12 +40,12 @@ def test_worked_example_from_the_docstring():
 @pytest.mark.parametrize(
     "moves, message",
     [
-        ("4480", "invalid move '8' at index 2"),
-        ("40", "invalid move '0' at index 1"),
-        ("4a", "invalid move 'a' at index 1"),
-        ("1111111", "move '1' at index 6 in '1111111' plays into a full column"),
+        ("4480", r"invalid move '8' \(move 3\)"),  # moves counted as a person counts them
+        ("40", r"invalid move '0' \(move 2\)"),
+        ("4a", r"invalid move 'a' \(move 2\)"),
+        ("1111111", r"move 7 \('1'\) in '1111111' plays into a full column"),
         ("1212121", None),  # first player wins vertically with the 7th move: valid
-        ("12121213", "move '3' at index 7 in '12121213' comes after the game is over"),
+        ("12121213", r"move 8 \('3'\) in '12121213' comes after the game is over"),
     ],
 )
 def test_bad_move_strings_name_the_move_and_index(moves, message):
@@ -58,7 +58,7 @@ def test_bad_move_strings_name_the_move_and_index(moves, message):
 
 
 def test_bad_strings_in_a_batch_raise_before_anything_is_built():
-    with pytest.raises(ValueError, match="index 3"):
+    with pytest.raises(ValueError, match=r"move 4 \('9'\)|\(move 4\)"):
         bb.state_from_moves(["44", "4449"])
 
 

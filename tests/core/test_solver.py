@@ -273,10 +273,10 @@ def test_node_count_is_reported():
 @pytest.mark.parametrize(
     ("moves", "words"),
     [
-        ("4483", ["'8'", "index 2"]),
-        ("44a", ["'a'", "index 2"]),
-        ("4444444", ["full column", "index 6"]),
-        ("12121212", ["after the game is over", "index 7"]),
+        ("4483", ["'8'", "(move 3)"]),
+        ("44a", ["'a'", "(move 3)"]),
+        ("4444444", ["full column", "move 7"]),
+        ("12121212", ["after the game is over", "move 8"]),
     ],
 )
 def test_invalid_move_strings(moves, words):

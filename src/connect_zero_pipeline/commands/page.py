@@ -97,6 +97,23 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             return
         super().do_GET()
 
+    def _not_allowed(self) -> None:
+        """Any method but GET and HEAD: 405, naming what the address answers (``/analyze`` in
+        JSON, as its other answers); a body sent with it is not read, and the connection
+        closes."""
+        self.close_connection = True
+        if self.path.split("?", 1)[0] == "/analyze":
+            self._json(405, {"error": f"/analyze answers GET only, not {self.command}"},
+                       {"Allow": "GET"})  # fmt: skip
+        else:
+            self.send_response(405)
+            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.end_headers()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
+
     def _analyze(self) -> None:
         """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
         the side to move, within the node budget (:func:`solver_answer`)."""
@@ -119,7 +136,7 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             answer = solver_answer(position, mask, self.solver_nodes)
         self._json(200, answer)
 
-    def _json(self, status: int, payload: dict) -> None:
+    def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
         """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
         (never a user's text: ``http.server`` writes the status line as Latin-1)."""
         import json
@@ -128,6 +145,8 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 

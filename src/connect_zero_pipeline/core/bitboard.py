@@ -137,21 +137,21 @@ def moves_to_bitboards(moves: str) -> tuple[int, int]:
     accepted (the game is then over, see :func:`is_terminal`).
 
     Raises:
-        ValueError: naming the offending move and its 0-based index, for a
-            character outside 1-7, a move into a full column, or any move
-            after the game is over.
+        ValueError: naming the offending move and its number (counted from 1, as a
+            person counts moves), for a character outside 1-7, a move into a full column,
+            or any move after the game is over.
     """
     if not isinstance(moves, str):
         raise TypeError(f"moves must be a string like '4453', got {type(moves).__name__}")
     position, mask = 0, 0
     for i, ch in enumerate(moves):
         if not "1" <= ch <= "7":
-            raise ValueError(f"invalid move {ch!r} at index {i} in {moves!r}: columns are 1-7")
+            raise ValueError(f"invalid move {ch!r} (move {i + 1}) in {moves!r}: columns are 1-7")
         col = ord(ch) - ord("1")
         if alignment(position ^ mask):  # the previous mover has already won
-            raise ValueError(f"move {ch!r} at index {i} in {moves!r} comes after the game is over")
+            raise ValueError(f"move {i + 1} ({ch!r}) in {moves!r} comes after the game is over")
         if mask & _TOP_COLS[col]:
-            raise ValueError(f"move {ch!r} at index {i} in {moves!r} plays into a full column")
+            raise ValueError(f"move {i + 1} ({ch!r}) in {moves!r} plays into a full column")
         position, mask = play_move(position, mask, _BOTTOM_COLS[col])
     return position, mask
 

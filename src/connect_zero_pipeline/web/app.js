@@ -503,10 +503,10 @@
   function replay(moves) {
     for (let i = 0; i < moves.length; i++) {
       const ch = moves[i];
-      if (ch < "1" || ch > "7") return `invalid move '${ch}' at index ${i}: columns are 1-7`;
-      if (game.over) return `move '${ch}' at index ${i} comes after the game is over`;
+      if (ch < "1" || ch > "7") return `invalid move '${ch}' (move ${i + 1}): columns are 1-7`;
+      if (game.over) return `move ${i + 1} ('${ch}') comes after the game is over`;
       const col = Number(ch) - 1;
-      if (game.pos.grid[0][col] !== 0) return `move '${ch}' at index ${i} plays into a full column`;
+      if (game.pos.grid[0][col] !== 0) return `move ${i + 1} ('${ch}') plays into a full column`;
       applyMove(col);
     }
     return "";
