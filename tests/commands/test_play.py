@@ -270,7 +270,7 @@ def test_bad_model_file_and_bad_moves_are_clear_errors(tmp_path, model_file):
         proc = subprocess.run([*command, "--model", str(junk_onnx)], capture_output=True,
                               text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 2, proc.stderr
-        assert f"error: {junk_onnx} is not a readable model file" in proc.stderr
+        assert f"Error: {junk_onnx} is not a readable model file" in proc.stderr
         assert "Traceback" not in proc.stderr
     # A model that is not there: the forms --model takes, each of them.
     missing = tmp_path / "nosuch.onnx"

@@ -46,7 +46,7 @@ EXIT_USAGE = 2  # a usage error: no model, an unreadable file, a port in use
 
 
 def run_command(body: Callable[[], int]) -> int:
-    """Run a command's body; a :class:`CommandError` prints ``error: ...`` (exit 2).
+    """Run a command's body; a :class:`CommandError` prints ``Error: ...`` (exit 2).
 
     Ctrl-C prints ``Interrupted.`` and exits 130: in a command process through
     :mod:`.interrupts`, in-process (``commands.invoke``) through ``KeyboardInterrupt``.
@@ -54,7 +54,7 @@ def run_command(body: Callable[[], int]) -> int:
     try:
         return body()
     except CommandError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"Error: {exc}", file=sys.stderr)  # the one style, as click and kedro run
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
