@@ -87,7 +87,7 @@ def params_arg(params: dict) -> str:
     return ",".join(f"{k}={text(v)}" for k, v in params.items())
 
 
-def plan(budget: float, left: float, step: str) -> float:
+def plan(left: float, step: str) -> float:
     """Step ``step``'s cap in seconds: its share of ``left`` among the steps from it on,
     less :data:`STOP_S` (never below 1 s)."""
     later = STEPS[STEPS.index(step) :]
@@ -108,7 +108,7 @@ class Check:
         return self.budget - (time.perf_counter() - self.start)
 
     def cap(self, step: str) -> float:
-        return plan(self.budget, self.left(), step)
+        return plan(self.left(), step)
 
     def record(self, step: str, ok: bool, seconds: float, **figures) -> None:
         row = {"step": step, "ok": ok, "seconds": round(seconds, 1), **figures}
@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:  # the plan's caps, at the start, fit the budget with their stop margins
         caps, left = {}, args.budget
         for step in STEPS:
-            caps[step] = round(plan(args.budget, left, step), 1)
+            caps[step] = round(plan(left, step), 1)
             left -= caps[step] + STOP_S
         check.record("plan", left >= -1e-6 and all(c >= 1 for c in caps.values()), 0.0,
                      budget=args.budget, caps=caps)  # fmt: skip

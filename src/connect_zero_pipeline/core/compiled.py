@@ -218,8 +218,9 @@ class CompiledSearch:
         return result
 
     def _search(self, state, evaluate_fn, inputs: SearchInputs) -> SearchResult:
-        return mcts.search(state, evaluate_fn, self.config, host_sync=False, steps=self.steps,
-                           policy=self.policy, inputs=inputs)  # fmt: skip
+        """The loop with the inputs :meth:`__call__` prepared once (no second ``prepare``)."""
+        return mcts._loop(state, evaluate_fn, self.config, False, self.steps, self.policy,
+                          inputs)  # fmt: skip
 
 
 class _Captured:

@@ -342,7 +342,6 @@ class _Search:
         self.expandable_f, self.ply_f = self.expandable.view(-1), self.ply.view(-1)
         self.position_f, self.mask_f = self.position.view(-1), self.mask.view(-1)
         self.action_f = self.action.view(-1)
-        self.ones = torch.ones(B, device=dev)
 
     def evaluate(self, at: torch.Tensor, evaluate_fn: EvaluateFn, rows, position, mask, legal):
         """Priors and values of the nodes at flat indices ``at [B]`` for the games of
