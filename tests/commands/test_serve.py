@@ -1,12 +1,21 @@
-"""make mlflow / make viz: a taken port is refused by number before a server starts."""
+"""make mlflow / make viz / make play: a taken port is refused by number before a server
+starts, and a started server stops whole, whatever stops it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from connect_zero_pipeline.commands.serve import port_taken, serve_ui
+from tests.helpers import _as_in_a_terminal, make_project, wait_for_line
 
 
 def _serve(*args: str):
@@ -27,3 +36,86 @@ def test_a_taken_port_is_an_error_that_names_it(tmp_path):
     assert not port_taken(port)  # released: free again
     res = _serve("nosuch", "1")
     assert res.exit_code == 2 and "Usage:" in res.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc), zombies left out."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped(tmp_path):
+    """make viz, make mlflow and make play, started as from a terminal (a session of their
+    own) and stopped by a Ctrl-C (SIGINT to the terminal's process group), a SIGTERM or a
+    closed terminal (SIGHUP): each exits, no process it started is left, its port binds."""
+    project = make_project(tmp_path / "project")
+    page = tmp_path / "page"
+    page.mkdir()
+    (page / "index.html").write_text("<!doctype html><title>t</title>")
+    python = sys.executable
+    serve = [python, "-m", "connect_zero_pipeline.commands.serve"]
+    servers = {  # name: (argv, extra environment, the line that says it answers, signal)
+        "viz": ([*serve, "viz"], {"KEDRO_ENV": "viz"}, "Ctrl-C stops it", signal.SIGTERM),
+        "mlflow": ([*serve, "mlflow"], {}, "Ctrl-C stops it", signal.SIGINT),
+        "play": (
+            [python, "-m", "connect_zero_pipeline", "play", "--web", "--dir", str(page), "--port"],
+            {},
+            "http://127.0.0.1:",
+            signal.SIGHUP,
+        ),
+    }
+    started = {}
+    for name, (argv, extra, _, _) in servers.items():
+        port = _free_port()
+        env = {**os.environ, **extra, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen([*argv, str(port)], cwd=project, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
+        started[name] = (proc, port)
+    try:
+        for name, (proc, port) in started.items():
+            wait_for_line(proc, servers[name][2])
+            assert port_taken(port), name
+            below = _descendants(proc.pid)
+            # viz and mlflow serve from processes of their own, in a session of their own
+            assert below or name == "play", name
+            os.killpg(proc.pid, servers[name][3])  # to its terminal's process group
+            assert proc.wait(timeout=30) in (0, -signal.SIGHUP), (name, proc.stdout.read())
+            deadline = time.monotonic() + 10
+            while any(map(_alive, below)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not [pid for pid in below if _alive(pid)], name
+            assert not port_taken(port), f"{name}: port {port} still taken"
+            with socket.socket() as again:  # a new server can start there at once
+                again.bind(("127.0.0.1", port))
+    finally:
+        for proc, _ in started.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)

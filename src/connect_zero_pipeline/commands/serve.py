@@ -5,11 +5,13 @@ its own: ``mlflow`` and ``viz`` are already kedro-mlflow's and kedro-viz's ``ked
 commands, so it is not one of the project's group). Before anything starts, a port another program holds is an error that names it (exit 2).
 The server then starts with the library deprecation warnings that say nothing to a user
 turned off (:data:`QUIET_WARNINGS`); once it answers, the addresses to open are printed,
-last. Ctrl-C stops it quietly (exit 0).
+last. Ctrl-C, SIGTERM or a closed terminal (SIGHUP) stops it with every process it started,
+and the port is free again (exit 0).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -57,8 +59,12 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
         from ..tracking import ui_url
 
         db = project / "mlflow.db"
-        argv = [str(binary / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}",
-                "--host", LOOPBACK, "--port", str(port), "--workers", "1"]  # fmt: skip
+        store = f"sqlite:///{db}"
+        # The registry named (else a notice says it is the store); uvicorn's own lines off
+        # (one access line per request, four start-up lines): its warnings and errors stay.
+        argv = [str(binary / "mlflow"), "ui", "--backend-store-uri", store,
+                "--registry-store-uri", store, "--host", LOOPBACK, "--port", str(port),
+                "--workers", "1", "--uvicorn-opts", "--no-access-log --log-level warning"]  # fmt: skip
         # One worker and no job runner (MLflow's GenAI jobs): 2 processes, about 0.5 GB,
         # where the defaults start 11 (about 2.3 GB) on a 2-core machine.
         env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
@@ -67,7 +73,8 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
             env,
             [
                 'On a run\'s page MLflow opens the GenAI view until you pick "Model training" in '
-                "its sidebar once (your browser keeps it).",
+                "its sidebar once; its Assistant panel opens on the first visit and no server "
+                "setting turns it off: close it with its X once (your browser keeps both).",
                 f"MLflow UI: {ui_url(db, port)}",
             ],
         )
@@ -105,12 +112,36 @@ def serve(ui: str, port: int, project: Path) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_group(proc, port)
+
+
+def stop_group(proc: subprocess.Popen, port: int, timeout: float = 10.0) -> None:
+    """Stop the server started as ``proc`` in a session of its own, with every process it
+    started (kedro-viz serves from a child of ``kedro viz run``; terminating the parent alone
+    left that child holding the port): SIGTERM to its whole process group, then SIGKILL to
+    whatever of it still holds ``port`` after ``timeout`` seconds."""
+    group = proc.pid  # start_new_session: the group's id is the leader's pid
+
+    def signal_group(sig: int) -> bool:
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:  # the whole group is gone
+            return False
+        return True
+
+    if not signal_group(signal.SIGTERM):
+        proc.wait()
+        return
+    deadline = time.monotonic() + timeout
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=timeout)
+    # The leader gone, its children may still be closing: wait for the port, not for them
+    # (an orphan is reaped by whoever adopts it, which this process cannot wait for).
+    while signal_group(0) and port_taken(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if port_taken(port):
+        signal_group(signal.SIGKILL)
+    proc.wait()
 
 
 def _stop(signum, frame) -> None:
