@@ -229,10 +229,13 @@ def _as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None):
+def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None,
+              terminal: bool = False):  # fmt: skip
     """``kedro <args>`` in a real subprocess in ``project`` (or ``cwd``).
 
     ``wait``: return the finished ``CompletedProcess``; else the running ``Popen``.
+    ``terminal``: in a process group of its own, as a terminal's foreground job, so that
+    ``os.killpg(proc.pid, SIGINT)`` is a Ctrl-C (it reaches the run's workers too).
     """
     import subprocess
 
@@ -248,6 +251,7 @@ def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600
             stderr=subprocess.STDOUT,
             text=True,
             preexec_fn=_as_in_a_terminal,
+            start_new_session=terminal,
         )
     return subprocess.run(
         command, cwd=cwd or project, env=env, capture_output=True, text=True, timeout=timeout

@@ -296,4 +296,4 @@ class MlflowRunStackHook:
     @hook_impl(trylast=True)
     def on_pipeline_error(self) -> None:
         if end_all_runs("FAILED"):
-            log.info("MLflow runs left open by the failed pipeline were marked FAILED")
+            log.debug("MLflow runs left open by the failed pipeline were marked FAILED")

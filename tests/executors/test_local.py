@@ -95,3 +95,47 @@ def test_a_ctrl_c_ends_a_worker_at_once_and_quietly():
     # os._exit from the handler: no KeyboardInterrupt (whose traceback would end it with 1)
     assert worker.exitcode == 128 + signal.SIGINT
     assert not mine.poll()
+
+
+STARTING_WORKERS = """
+import sys
+import torch
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.executors.local import local_self_play
+from tests.helpers import selfplay_config
+
+model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+print("starting the workers", flush=True)
+try:
+    local_self_play(selfplay_config(num_games=4, sims=2, moves_per_gen=400), model, workers=2)
+except KeyboardInterrupt:
+    print("Interrupted.", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
+    """A terminal's Ctrl-C reaches every process of its group. The workers, still importing
+    torch, stay quiet (they start with SIGINT ignored); only the parent says it was
+    interrupted: no KeyboardInterrupt or BrokenPipe traceback of a worker."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import REPO, _as_in_a_terminal
+
+    proc = subprocess.Popen([sys.executable, "-c", STARTING_WORKERS], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
+    try:
+        assert proc.stdout.readline() == "starting the workers\n"
+        time.sleep(0.5)  # the workers are being spawned, importing torch
+        os.killpg(proc.pid, signal.SIGINT)
+        rest = proc.stdout.read()
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert rest == "Interrupted.\n"

@@ -9,9 +9,9 @@
   processes, each keeping its solver and transposition table between chunks.
 
 Processes are started with ``spawn`` (no forked copies of torch's thread
-pools). The self-play pool lives as long as the process (a ``kedro run``); the
-solver pool as long as its labeller. Every worker (and the manager process that carries
-self-play progress) dies with the process that started it, even when that
+pools), with SIGINT ignored until their initializer runs (:func:`spawn_context`). The
+self-play pool lives as long as the process (a ``kedro run``); the
+solver pool as long as its labeller. Every worker dies with the process that started it, even when that
 one is killed with SIGKILL (:func:`die_with_parent`): no orphan keeps a core
 and hundreds of MB after a ``kill -9`` of ``kedro run``.
 """
@@ -29,8 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
-from multiprocessing.managers import SyncManager
+from multiprocessing.context import SpawnContext, SpawnProcess
 
 import numpy as np
 import pandas as pd
@@ -87,11 +86,42 @@ def _exit_quietly(signum, frame) -> None:
 
 def init_worker(parent: int) -> None:
     """Process initializer of every worker: it dies with its parent (:func:`die_with_parent`)
-    and a Ctrl-C ends it at once, quietly: the run's process reports the interrupt. (A
-    Ctrl-C in the second a worker still starts, importing torch, is its KeyboardInterrupt
-    still: a spawned process starts with Python's own handler.)"""
+    and a Ctrl-C ends it at once, quietly: the run's process reports the interrupt. (Before
+    this runs, while the worker imports torch, it ignores SIGINT: :func:`spawn_context`.)"""
     die_with_parent(parent)
     signal.signal(signal.SIGINT, _exit_quietly)
+
+
+class _QuietStartProcess(SpawnProcess):
+    """A spawned process that starts with SIGINT ignored.
+
+    A terminal's Ctrl-C reaches every process of the run. A worker still importing torch
+    would raise KeyboardInterrupt there and print its traceback (170 lines, in rich's
+    format); ignoring SIGINT until :func:`init_worker` sets its quiet handler leaves the
+    interrupt to the run's process alone. An ignored signal stays ignored across ``exec``
+    (and Python then installs no handler of its own), so the parent ignores SIGINT for the
+    moment it starts the process. Off the main thread, where Python cannot change a
+    handler, the process starts as it is.
+    """
+
+    def start(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return super().start()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return super().start()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+class _QuietStartContext(SpawnContext):
+    Process = _QuietStartProcess
+
+
+def spawn_context() -> SpawnContext:
+    """``multiprocessing``'s spawn context whose processes ignore a Ctrl-C until their
+    initializer runs (:class:`_QuietStartProcess`): every pool of this module uses it."""
+    return _QuietStartContext()
 
 
 def _init_solver_worker(parent: int, tt_log2: int) -> None:
@@ -99,16 +129,27 @@ def _init_solver_worker(parent: int, tt_log2: int) -> None:
     init_worker_solver(tt_log2)
 
 
+_STEPS = None
+"""In a self-play worker: the queue its shards report their env steps to (set by its
+initializer, :func:`_init_shard_worker`: a queue reaches a spawned process only as it starts)."""
+
+
+def _init_shard_worker(parent: int, steps) -> None:
+    global _STEPS
+    init_worker(parent)
+    _STEPS = steps
+
+
 def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int,
-                node: NodeSettings, steps):  # fmt: skip
+                node: NodeSettings, report_steps: bool):  # fmt: skip
     """One shard in a worker process, on its CPU with ``node``'s settings: ``(table,
-    stats)``; reports its env steps to ``steps`` (a queue) if given."""
+    stats)``; with ``report_steps`` it reports its env steps to the pool's queue."""
     report = None
-    if steps is not None:
+    if report_steps:
         slots = len(shard_slots(config.num_games, shard, shards))
 
         def report(done: int, total: int) -> None:  # env steps of this shard's slots
-            steps.put(slots)
+            _STEPS.put(slots)
 
     stats: dict = {}
     table = self_play(
@@ -152,12 +193,12 @@ def local_self_play(
     ckpt = checkpoint_dict(model)
     for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
         shard_pool = _shard_pool(workers)
-        steps = shard_pool.steps if progress else None
+        steps = shard_pool.steps
         shard_pool.drain()
         try:
             futures = {
                 shard_pool.pool.submit(
-                    _play_shard, ckpt, config, generation, i, workers, node, steps
+                    _play_shard, ckpt, config, generation, i, workers, node, progress
                 ): i
                 for i in range(workers)
             }
@@ -198,7 +239,8 @@ def local_self_play(
 
 
 class _ShardPool:
-    """Self-play worker processes (and the manager that carries progress), kept between calls.
+    """Self-play worker processes (and the queue that carries their progress), kept between
+    calls.
 
     Starting two spawned workers costs several seconds (Python, torch,
     onnxruntime imports), paid once per process instead of once per
@@ -207,13 +249,12 @@ class _ShardPool:
     """
 
     def __init__(self, workers: int):
-        ctx = get_context("spawn")  # spawn: no forked copies of torch's thread pools
-        self.manager = SyncManager(ctx=ctx)
-        self.manager.start(init_worker, (os.getpid(),))
-        self.steps = self.manager.Queue()
+        ctx = spawn_context()  # spawn: no forked copies of torch's thread pools
+        self.steps = ctx.Queue()
         self.pool = ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),)
-        )
+            workers, mp_context=ctx, initializer=_init_shard_worker,
+            initargs=(os.getpid(), self.steps),
+        )  # fmt: skip
 
     def drain(self) -> None:
         """Forget progress left in the queue by an interrupted earlier call."""
@@ -225,7 +266,7 @@ class _ShardPool:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
-        self.manager.shutdown()
+        self.steps.close()
 
 
 _POOLS: dict[int, _ShardPool] = {}
@@ -274,7 +315,7 @@ class ProcessChunkRunner:
             self.close()
             self._pool = ProcessPoolExecutor(
                 self.workers,
-                mp_context=get_context("spawn"),
+                mp_context=spawn_context(),
                 initializer=_init_solver_worker,
                 initargs=(os.getpid(), tt_log2),
             )
