@@ -220,7 +220,15 @@ def load_registered(uri: str, project: Path):
         ) from exc
     # The version's own artifact location: no global tracking or registry URI is touched.
     source = client.get_model_version_download_uri(name, version.version)
-    return load_version_files(source, f"{name} version {version.version}")
+    return load_version_files(source, version_words(name, version.version, version.tags))
+
+
+def version_words(name: str, version: str, tags: dict[str, str]) -> str:
+    """``connect-zero version 3: run <id>, generation 7``: a registered version and the run
+    and generation that made it (its tags; a version without them is named alone)."""
+    made = [f"run {tags['run_id']}"] if tags.get("run_id") else []
+    made += [f"generation {tags['generation']}"] if tags.get("generation") else []
+    return f"{name} version {version}" + (f": {', '.join(made)}" if made else "")
 
 
 def load_version_files(source: str, described: str):

@@ -88,6 +88,7 @@ def test_the_local_workers_play_with_every_setting(monkeypatch):
     calls = _spy(monkeypatch, local)
     shards = _ThreadShards(2)
     monkeypatch.setattr(local, "_shard_pool", lambda workers: shards)
+    monkeypatch.setattr(local, "_STEPS", shards.steps)  # what a worker's initializer sets
     node = dataclasses.replace(NODE, workers=2)
     with shards.pool:
         executors.play_generation(CFG, _model(), 1, node)

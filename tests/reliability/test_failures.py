@@ -118,17 +118,21 @@ def test_self_play_workers_die_when_kedro_is_killed(pons_project):
         "alphazero.num_generations": 1,
     }
     proc = kedro_cli(pons_project, "run", "--params", cli_params(params), wait=False)
-    # The progress manager and two pool workers, at whatever point of their start-up: a
-    # worker whose parent is already gone when its initializer runs exits there.
+    # multiprocessing's resource tracker and two pool workers, at whatever point of their
+    # start-up: a worker whose parent is already gone when its initializer runs exits there.
     workers = _wait_for_children(proc, 3)
     assert proc.poll() is None and len(workers) >= 3, f"no workers seen: {workers}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    proc.stdout.close()
     survivors = _survivors(workers)
     for p in survivors:  # do not leave them behind either way
         os.kill(p, signal.SIGKILL)
+    # The output's end, once every process that held it has gone: the resource tracker
+    # removed the pool's semaphores without a "leaked semaphore objects" warning.
+    rest = proc.stdout.read()
+    proc.stdout.close()
     assert survivors == set(), f"workers outlived the killed kedro process: {survivors}"
+    assert "resource_tracker" not in rest and "leaked" not in rest, rest[-2000:]
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from connect_zero_pipeline.commands.curve import run_heading
 from connect_zero_pipeline.commands.runs import runs_table
 from connect_zero_pipeline.config_loader import project_config
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
@@ -217,14 +218,19 @@ def test_a_game_against_the_champion_starts_without_library_noise(finished_run):
     import subprocess
     import sys
 
-    project, _ = finished_run
+    project, run_id = finished_run
     res = subprocess.run(
         [sys.executable, "-m", "connect_zero_pipeline", "play", "--model",
          "models:/connect-zero@champion", "--sims", "2"],
         input="q\n", capture_output=True, text=True, cwd=project, timeout=120,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
-    assert "Model: models:/connect-zero@champion (version 1)" in res.stdout
+    # The version, and the run and generation that made it.
+    assert re.search(
+        rf"Model: models:/connect-zero@champion \(connect-zero version 1: run "
+        rf"{re.escape(run_id)}, generation \d+\)",
+        res.stdout,
+    ), res.stdout
     assert res.stderr.strip() == "", res.stderr  # no warning, no "Downloading artifacts"
 
 
@@ -292,6 +298,8 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
                  key=lambda v: int(v.version))  # fmt: skip
     assert newest.tags["start_from"] == described
     assert f"trained on from {described}" in newest.description
+    # curve names the start as resolved then (the alias has since moved to this run's model).
+    assert f", started from {described} (" in run_heading(project, run_id, "its id")
     # A run id names its last generation; an unknown one is refused before any work.
     before = set(known_runs(project))
     bad = kedro_cli(project, "run", "--params", cli_params({**start, "model.start_from": "nope"}))

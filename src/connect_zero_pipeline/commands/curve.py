@@ -5,9 +5,10 @@ Usage::
     python -m connect_zero_pipeline curve [--run ID] [--project DIR]
 
 Prints which run it shows first (its id, pipelines, generations, start, and the model it
-trained on from), then reads the per-generation metric files of one run (``data/08_reporting/
-gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID`` (see
-``data/runs``), by default the newest run with a manifest, or, in a project
+started from, as resolved when it began: run, generation, registered version), then reads
+the per-generation metric files of one run
+(``data/08_reporting/gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID``
+(see ``data/runs``), by default the newest run with a manifest, or, in a project
 whose runs predate manifests, the newest version of each file. Prints one row
 per generation: solver-set accuracy (strict and weak, by ply bucket), cross
 entropy, value sign accuracy, win rates against RandomPunisher (network alone
@@ -134,7 +135,9 @@ def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     if generations is not None:
         parts.append(f"{generations} generations")
     parts.append(f"started {manifest.get('started', '?')}")
-    start = (params.get("model") or {}).get("start_from")
+    # The start as resolved when the run began (an alias may have moved since), else as given.
+    resolved = manifest.get("start_from") or {}
+    start = resolved.get("described") or (params.get("model") or {}).get("start_from")
     if start:
-        parts.append(f"trained on from {start}")
+        parts.append(f"started from {start}")
     return f"Run {run_id}: {', '.join(parts)} ({chosen})\n"

@@ -226,8 +226,7 @@ def _registered(uri: str):
         network = load_registered(uri, project)
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
-    version = network.meta["registered"].rsplit(" ", 1)[-1]
-    return network, f"{uri} (version {version})"
+    return network, f"{uri} ({network.meta['registered']})"
 
 
 def model_options(command):

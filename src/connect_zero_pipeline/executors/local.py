@@ -120,8 +120,33 @@ class _QuietStartContext(SpawnContext):
 
 def spawn_context() -> SpawnContext:
     """``multiprocessing``'s spawn context whose processes ignore a Ctrl-C until their
-    initializer runs (:class:`_QuietStartProcess`): every pool of this module uses it."""
+    initializer runs (:class:`_QuietStartProcess`): every pool of this module uses it. It
+    starts the resource tracker first (:func:`quiet_resource_tracker`)."""
+    quiet_resource_tracker()
     return _QuietStartContext()
+
+
+def quiet_resource_tracker() -> None:
+    """Start ``multiprocessing``'s resource tracker (if it is not running) with its stderr on
+    the null device.
+
+    The tracker is the process that removes a pool's semaphores when the process that made
+    them is gone. After a ``kill -9`` of ``kedro run`` it removes them and then warns
+    "resource_tracker: There appear to be 5 leaked semaphore objects" on the terminal,
+    about a cleanup that worked: its stderr is the only thing it writes to, and it gets the
+    one it starts with.
+    """
+    from multiprocessing import resource_tracker
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _init_solver_worker(parent: int, tt_log2: int) -> None:

@@ -51,7 +51,13 @@ def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-    from ..registry import REGISTRY_PREFIX, find_version, parse_model_uri, project_client
+    from ..registry import (
+        REGISTRY_PREFIX,
+        find_version,
+        parse_model_uri,
+        project_client,
+        version_words,
+    )
 
     generations = _generation_models(models)
     if ref.startswith(REGISTRY_PREFIX):
@@ -68,7 +74,7 @@ def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
         if key not in generations:
             raise ValueError(f"model.start_from={ref!r}: run {run_id}'s generation {generation} "
                              "model is not in this project's models folder")  # fmt: skip
-        words = f"{ref} ({name} version {found.version}: run {run_id}, generation {generation})"
+        words = f"{ref} ({version_words(name, found.version, found.tags)})"
         registered = {"name": name, "version": int(found.version)}
     else:
         check_known(root, ref, "model.start_from")

@@ -201,7 +201,10 @@ def test_registered_versions_describe_themselves_and_the_champion_is_the_best(pr
     logits, _ = network(boards)
     np.testing.assert_allclose(logits.numpy(), expected.numpy(), atol=1e-4)
     _, description = resolve_model(f"models:/connect-zero@{CHAMPION}")
-    assert description == f"models:/connect-zero@{CHAMPION} (version {champion.version})"
+    # The run and generation that made it, from the version's tags.
+    assert description == (f"models:/connect-zero@{CHAMPION} (connect-zero version "
+                           f"{champion.version}: run {champion.tags['run_id']}, "
+                           f"generation {champion.tags['generation']})")  # fmt: skip
     with pytest.raises(
         Exception,
         match=r"models:/connect-zero@best: no such registered model "
