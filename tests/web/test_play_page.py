@@ -45,7 +45,13 @@ CHROMIUM_ARGS = [
 ]
 # One browser and one page server for the module (make test: pytest -n --dist loadfile
 # runs a module's tests in one worker).
-TURN_SETTLED = "['human', 'over', 'error'].includes(document.querySelector('#board').dataset.turn)"
+
+# The person's turn or the game's end, with every search and analysis answered (the person's
+# position is analysed at their move), or an error.
+TURN_SETTLED = (
+    "(b => b.turn === 'error' || (['human', 'over'].includes(b.turn) && b.searches === '0'))"
+    "(document.querySelector('#board').dataset)"
+)
 
 
 def _chromium() -> str:
@@ -315,6 +321,17 @@ def test_the_analysis_board_shows_policy_visits_q_and_the_solver_and_undoes(page
     page.goto(page_url + "?moves=445566&colour=first&agent=mcts&sims=16")
     assert _settle(page) == ("human", "445566")
     assert page.text_content("#moves") == "Moves: 1. 4 4  2. 5 5  3. 6 6"
+    # The person's move, and no move of the agent's yet: the agent's network on the
+    # person's position, with the solver's verdicts (3 and 7 win for the person), not "-".
+    page.wait_for_selector("#value[data-yours='true']")
+    assert page.text_content("#value").startswith("The agent's view at your move: ")
+    assert page.text_content("#bars-caption").startswith("Your move: ")
+    yours = {row.get_attribute("data-row"): [c.text_content() for c in row.locator("td").all()]
+             for row in page.locator("#analysis-table tr[data-row]").all()}  # fmt: skip
+    assert list(yours) == ["policy", "solver"]
+    assert abs(sum(float(p) for p in yours["policy"]) - 1) < 0.02
+    assert yours["solver"][2].startswith("+") and yours["solver"][6].startswith("+")
+    assert "no search" in page.text_content("#search-info")
     assert page.locator("#undo").is_disabled()  # the opening is not the person's to undo
     page.click(".column[data-col='1']")
     turn, moves = _settle(page)
@@ -335,6 +352,7 @@ def test_the_analysis_board_shows_policy_visits_q_and_the_solver_and_undoes(page
     bars = [int(page.get_attribute(f".prob[data-col='{c}']", "data-visits")) for c in range(1, 8)]
     assert bars == [int(n) for n in rows["visits"]]  # the bars are the search's visits
     assert page.text_content("#value").startswith("The agent's view: ")
+    assert page.get_attribute("#value", "data-yours") == "false"  # its decision stays shown
     assert page.text_content("#moves").startswith(f"Moves: 1. 4 4  2. 5 5  3. 6 6  4. 1 {moves[7]}")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "play_page_analysis.png"), full_page=True)

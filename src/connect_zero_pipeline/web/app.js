@@ -397,7 +397,10 @@
     }
   }
 
-  function showAnalysis(choice, solver) {
+  // `yours`: the position is the person's to move, and no move of the agent's in this game
+  // has been analysed yet (a new game, an opening, an undo back to it): the panel shows the
+  // agent's network on the person's position instead of "–".
+  function showAnalysis(choice, solver, yours = false) {
     // Bars: the search's visit share when the agent searched, else the policy.
     const shares = choice.visits ? choice.visits : choice.probs;
     const top = Math.max(...shares);
@@ -409,16 +412,22 @@
       el.querySelector(".bar").style.height = `${top > 0 ? Math.round((80 * shares[c]) / top) : 0}%`;
       el.querySelector(".label").textContent = choice.visits ? String(choice.visits[c]) : p.toFixed(2);
     });
-    $("#bars-caption").textContent = choice.visits
-      ? "The search's visits per column at the agent's last move"
-      : "The agent's move probabilities (policy head) at its last move";
+    $("#bars-caption").textContent = yours
+      ? "Your move: the agent's move probabilities (policy head) for your position"
+      : choice.visits
+        ? "The search's visits per column at the agent's last move"
+        : "The agent's move probabilities (policy head) at its last move";
     showTable(choice, solver);
-    const v = choice.value;
+    // The value is the side to move's; the words are always the agent's side of it.
+    const v = yours ? -choice.value : choice.value;
     const valueEl = $("#value");
     valueEl.dataset.value = v.toFixed(4);
-    valueEl.textContent = `The agent's view: ${valueWords(v)}`;
+    valueEl.dataset.yours = String(yours);
+    valueEl.textContent = `The agent's view${yours ? " at your move" : ""}: ${valueWords(v)}`;
     const info = $("#search-info");
-    if (choice.visits) {
+    if (yours) {
+      info.textContent = "The agent's network alone on your position (one evaluation, no search); its own move is analysed after you play.";
+    } else if (choice.visits) {
       const parts = choice.visits.map((n, c) => `${c + 1}: ${n}`);
       info.textContent = `MCTS, ${choice.sims} simulations; visits ${parts.join("  ")}`;
     } else if (choice.scores) {
@@ -464,6 +473,7 @@
     }
     if (humanToMove()) {
       setTurn("human", "Your move: click a column.");
+      if (!game.decided) await showYourPosition();
       return;
     }
     setTurn("agent", "The agent is thinking\u2026");
@@ -483,8 +493,25 @@
     const solver = await solverScores(game.moves);
     if (token !== game.token) return;
     showAnalysis(choice, solver);
+    game.decided = true;
     applyMove(choice.col);
     advance();
+  }
+
+  // The agent's view of the person's position: its network alone (one evaluation) and the
+  // solver's verdicts. Counted in data-searches while it runs, as the agent's searches are.
+  async function showYourPosition() {
+    const token = game.token;
+    const moves = game.moves;
+    boardEl.dataset.searches = String(++game.searches);
+    try {
+      const choice = await agentChoose(game.pos, "policy");
+      const solver = await solverScores(moves);
+      // Shown only if the person has not played meanwhile (nor started another game).
+      if (token === game.token && moves === game.moves) showAnalysis(choice, solver, true);
+    } finally {
+      boardEl.dataset.searches = String(--game.searches);
+    }
   }
 
   function onColumnClick(col) {
@@ -533,6 +560,7 @@
   }
 
   function clearBoard() {
+    game.decided = false; // no move of the agent's analysed in this game yet
     game.pos = emptyPosition();
     game.moves = "";
     game.over = false;
