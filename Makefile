@@ -100,7 +100,7 @@ browser:
 	    echo "make test: the play page's tests need Debian's chromium: run 'sudo apt-get install -y chromium' (or set CZ_CHROMIUM=/path/to/chromium, or CZ_SKIP_BROWSER=1 to skip them)" >&2; \
 	    exit 2; fi; \
 	  echo "Installing Debian's chromium for the play page's tests (apt-get install chromium)"; \
-	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 lint: setup
 	$(BIN)/ruff check src tests scripts

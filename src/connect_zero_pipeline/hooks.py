@@ -82,17 +82,18 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
                     manifest: dict | None = None) -> str:  # fmt: skip
-    """What the MLflow parent run is called, what tells runs apart first (the runs list
-    shows about 20 characters): the start time, where it started and how far it was
-    extended, then the pipeline, its scope and seed.
+    """What the MLflow parent run is called: what tells runs apart first, in the first 20
+    characters the runs list shows of a name (its Created column gives the time already):
+    the pipeline and its scope, where the run started and how far it was extended, its
+    seed, then its start time.
 
-    ``11-23 10:26 alphazero seed=0`` for a whole run; ``11-23 10:26 from connect-zero v3
-    alphazero seed=0`` for a run started from a registered version (``from 11-22 09:14``
-    from a run); ``11-23 10:26 24->40 gens alphazero seed=0`` once extended; a run filtered
-    to some nodes names its generations (``... alphazero gen_003..gen_005 seed=0``).
-    ``steps`` are the generation (or chunk) namespaces of the pipeline that runs; ``run_id``
-    is the run's id (a UTC time, ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id``
-    tag); ``manifest`` its record (``start_from``, ``extended``).
+    ``alphazero seed=0 11-23 10:26`` for a whole run; ``alphazero from v3 seed=0 11-23
+    10:26`` for a run started from registered version 3 (``from 11-22 09:14``: from a run);
+    ``alphazero 24->40 seed=0 11-23 10:26`` once extended; a run filtered to some nodes
+    names its generations (``alphazero gen_003..gen_005 seed=0 ...``). ``steps`` are the
+    generation (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
+    (a UTC time, ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag);
+    ``manifest`` its record (``start_from``, ``extended``).
     """
     from .naming import pipeline_label
 
@@ -100,19 +101,18 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         date, _, clock = rid.partition("T")
         return f"{date[5:]} {clock[:5].replace('.', ':')}"
 
-    parts = [moment(run_id)] if run_id else []
-    start = (manifest or {}).get("start_from")
-    if start:
-        registered = start.get("registered")  # a registry version's name and number
-        parts.append(f"from {registered['name']} v{registered['version']}" if registered
-                     else f"from {moment(start['run_id'])}")  # fmt: skip
-    extended = (manifest or {}).get("extended") or []
-    if extended:
-        parts.append(f"{extended[0]['from']}->{extended[-1]['to']} gens")
-    parts.append(pipeline_label(run_params.get("pipeline_names")))
+    parts = [pipeline_label(run_params.get("pipeline_names"))]
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
     if steps and any(run_params.get(k) for k in FILTERS):
         parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
+    start = (manifest or {}).get("start_from")
+    if start:
+        registered = start.get("registered")  # a registry version's number
+        parts.append(f"from v{registered['version']}" if registered
+                     else f"from {moment(start['run_id'])}")  # fmt: skip
+    extended = (manifest or {}).get("extended") or []
+    if extended:
+        parts.append(f"{extended[0]['from']}->{extended[-1]['to']}")
     kinds = {parse_step(s)[0] for s in steps}
     seed = None
     if GENERATION in kinds:
@@ -121,6 +121,8 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
     if seed is not None:
         parts.append(f"seed={seed}")
+    if run_id:
+        parts.append(moment(run_id))
     return " ".join(parts)
 
 

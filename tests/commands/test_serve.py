@@ -39,9 +39,12 @@ def test_a_taken_port_is_an_error_that_names_it(tmp_path):
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A free port below 49152 (kedro-viz refuses the ephemeral range above it)."""
+    import random
+
+    while port_taken(port := random.randint(20000, 40000)):
+        pass
+    return port
 
 
 def _descendants(pid: int) -> set[int]:

@@ -288,7 +288,7 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     # What differs between parents comes first in the runs list's (cut) names.
     date, _, clock = run_id.partition("T")
     assert parent.info.run_name == (
-        f"{date[5:]} {clock[:5].replace('.', ':')} from connect-zero v1 alphazero seed=0"
+        f"alphazero from v1 seed=0 {date[5:]} {clock[:5].replace('.', ':')}"
     )
     # Its summary compares it with its start; its registered version says where it started.
     assert f"- started from: {described}" in res.stdout
@@ -413,7 +413,7 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     assert parent.info.run_id == first["mlflow_run_id"] == manifest["mlflow_run_id"]
     assert parent.info.status == "FINISHED" and parent.data.tags["extended"] == "2 -> 3 generations"
-    assert parent.info.run_name.endswith(" 2->3 gens alphazero seed=0")
+    assert parent.info.run_name.startswith("alphazero 2->3 seed=0 ")
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(c.info.run_name for c in children) == [f"gen_{k:03d}" for k in range(4)]
     curve = client.get_metric_history(parent.info.run_id, "solver.acc")

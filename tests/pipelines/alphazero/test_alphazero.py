@@ -26,7 +26,7 @@ TINY = {
     "train.samples_per_position": 1.0,
     "train.batch_size": 32,
     "train.node.device": "cpu",
-    "evaluate.num_games": 200,
+    "evaluate.num_games": 20,
     "evaluate.mcts.sims": 2,
     "evaluate.previous.num_games": 10,
     "evaluate.node.device": "cpu",
@@ -70,7 +70,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
         assert child.info.status == "FINISHED", name
     gen2 = children["gen_002"]
     assert 0.0 <= gen2.data.metrics["solver.acc"] <= 1.0
-    # MLflow holds the catalog's figures, and the rates count whole games: 200 against the
+    # MLflow holds the catalog's figures, and the rates count whole games: 20 against the
     # punisher, half of them as the first player.
     evaluated = json.loads(
         latest(project, "data/08_reporting/gen_002/eval_metrics.json").read_text()
@@ -80,7 +80,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     for agent in ("punisher.policy", "punisher.mcts"):
         rates = [evaluated[f"{agent}.{outcome}_rate"] for outcome in ("win", "draw", "loss")]
         assert sum(rates) == pytest.approx(1.0), agent
-        assert all(rate * 200 == pytest.approx(round(rate * 200)) for rate in rates), agent
+        assert all(rate * 20 == pytest.approx(round(rate * 20)) for rate in rates), agent
         halves = (evaluated[f"{agent}.win_rate_first"] + evaluated[f"{agent}.win_rate_second"]) / 2
         assert evaluated[f"{agent}.win_rate"] == pytest.approx(halves), agent
     assert gen2.data.metrics["train.loss"] > 0
@@ -106,7 +106,8 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     # The parent: named by what it is, flat parameters, the model-training view.
     (run_id,) = known_runs(project)
     date, clock = run_id.split("T")
-    assert parent.info.run_name == f"{date[5:]} {clock[:5].replace('.', ':')} alphazero seed=0"
+    # What differs between runs first: the runs list shows about 20 characters of a name.
+    assert parent.info.run_name == f"alphazero seed=0 {date[5:]} {clock[:5].replace('.', ':')}"
     assert parent.data.params["selfplay.mcts.sims"] == "4" and "selfplay" not in parent.data.params
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     assert exp.tags["mlflow.sharedViewState.connect-zero"] == runs_view()[1]
@@ -180,7 +181,7 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     runs = client.search_runs([exp.experiment_id])
     date, clock = run_id.split("T")  # the parent keeps the name of the run's start
     assert [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags] == [
-        f"{date[5:]} {clock[:5].replace('.', ':')} alphazero seed=0"
+        f"alphazero seed=0 {date[5:]} {clock[:5].replace('.', ':')}"
     ]
     assert [r.info.run_name for r in runs].count("gen_002") == 1
     assert {r.info.status for r in runs} == {"FINISHED"}
