@@ -67,10 +67,12 @@ TINY = {
     "selfplay.node.workers": 1,
     "train.batch_size": 32,
     "train.samples_per_position": 1.0,
+    "evaluate.num_games": 2,
     "evaluate.mcts.sims": 2,
     "evaluate.previous.num_games": 2,
     "evaluate.previous.mcts.sims": 2,
     "evaluate.benchmark.sims": [2],
+    "pons.node.workers": 1,  # the public sets labelled in the run's process: no worker start-up
 }
 RECIPE = {"model": "small", "sims": "32"}
 """conf/gpu's network preset and simulations, for the benchmark cells."""
