@@ -3,14 +3,7 @@ they use, and test modules import: tests/helpers.py)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-# One OpenMP thread in every test process and the runs they start: make test runs several
-# pytest processes on a machine's cores already, and torch's default (one thread per core
-# in each) oversubscribes them, its idle threads spinning. Set before any test imports torch.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from tests.helpers import (
     FINISHED_RUN,
