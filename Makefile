@@ -72,9 +72,14 @@ run: setup
 quick: setup
 	$(BIN)/kedro run --env quick
 
+# make resume alone lists the runs and how to resume one: an answer, not a failure (exit 0,
+# and no "make: *** Error" line after it).
 resume: setup
-	@test -n "$(RUN)" || { $(BIN)/python -m connect_zero_pipeline runs; echo "usage: make resume RUN=<run id> [PARAMS=...] [ENV=...]"; exit 2; }
+ifeq ($(RUN),)
+	@$(BIN)/python -m connect_zero_pipeline runs; echo "usage: make resume RUN=<run id> [PARAMS=...] [ENV=...]"
+else
 	$(BIN)/kedro run --only-missing-outputs $(if $(ENV),--env $(ENV)) --params "resume=$(RUN)$(if $(PARAMS),$(comma)$(PARAMS))"
+endif
 
 comma := ,
 
