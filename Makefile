@@ -86,12 +86,13 @@ comma := ,
 # One pytest process per core (pytest-xdist). A module's tests run in one process
 # (--dist loadfile), so its Ray head, browser or shared run is made once; modules are
 # handed out in collection order, the slow ones first (tests/conftest.py). (loadgroup's
-# xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process.
+# xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process. The 30
+# slowest tests are listed at the end: where the suite's time goes.
 TEST_WORKERS ?= auto
 test: setup browser
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # The play page's tests drive Debian's chromium. Missing, it is installed here when this
 # user may (root, or password-less sudo); otherwise one line says what to run, before any
