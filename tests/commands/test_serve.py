@@ -118,7 +118,12 @@ def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped
             assert not port_taken(port), f"{name}: port {port} still taken"
             with socket.socket() as again:  # a new server can start there at once
                 again.bind(("127.0.0.1", port))
-    finally:
+    finally:  # a failed test leaves no server: SIGTERM stops each with what it started
         for proc, _ in started.values():
             if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc, _ in started.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -157,18 +157,25 @@ def _init_solver_worker(parent: int, tt_log2: int) -> None:
 _STEPS = None
 """In a self-play worker: the queue its shards report their env steps to (set by its
 initializer, :func:`_init_shard_worker`: a queue reaches a spawned process only as it starts)."""
+_CANCELLED = None
+"""In a self-play worker: the event its pool's owner sets when a generation failed or was
+interrupted; a shard that starts after it plays nothing. (A worker still starting when a
+Ctrl-C came ignored it, and would otherwise play its whole shard before the run could end.)"""
 
 
-def _init_shard_worker(parent: int, steps) -> None:
-    global _STEPS
+def _init_shard_worker(parent: int, steps, cancelled) -> None:
+    global _STEPS, _CANCELLED
     init_worker(parent)
-    _STEPS = steps
+    _STEPS, _CANCELLED = steps, cancelled
 
 
 def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int,
                 node: NodeSettings, report_steps: bool):  # fmt: skip
     """One shard in a worker process, on its CPU with ``node``'s settings: ``(table,
-    stats)``; with ``report_steps`` it reports its env steps to the pool's queue."""
+    stats)``; with ``report_steps`` it reports its env steps to the pool's queue. Nothing,
+    once the generation was given up (``_CANCELLED``)."""
+    if _CANCELLED is not None and _CANCELLED.is_set():
+        return None, {"compile_s": 0.0}
     report = None
     if report_steps:
         slots = len(shard_slots(config.num_games, shard, shards))
@@ -253,6 +260,7 @@ def local_self_play(
     except BaseException:
         for fut in pending:
             fut.cancel()
+        shard_pool.cancelled.set()  # shards not started yet play nothing
         close_pools()  # a failed or interrupted generation leaves no busy workers behind
         raise
     finally:
@@ -276,9 +284,10 @@ class _ShardPool:
     def __init__(self, workers: int):
         ctx = spawn_context()  # spawn: no forked copies of torch's thread pools
         self.steps = ctx.Queue()
+        self.cancelled = ctx.Event()
         self.pool = ProcessPoolExecutor(
             workers, mp_context=ctx, initializer=_init_shard_worker,
-            initargs=(os.getpid(), self.steps),
+            initargs=(os.getpid(), self.steps, self.cancelled),
         )  # fmt: skip
 
     def drain(self) -> None:
