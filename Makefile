@@ -83,12 +83,14 @@ endif
 
 comma := ,
 
-# One pytest process per core (pytest-xdist). A module's tests run in one process
+# One pytest process per core, plus one (pytest-xdist): part of the suite waits on PyPI,
+# servers and subprocesses, and the extra process fills that time (2 cores: pytest 8:09
+# with 3 processes, 9:01 with 2, 9:03 with 4). A module's tests run in one process
 # (--dist loadfile), so its Ray head, browser or shared run is made once; modules are
 # handed out in collection order, the slow ones first (tests/conftest.py). (loadgroup's
 # xdist_group marks have no effect with pytest 9.) TEST_WORKERS=0: one process. The 30
 # slowest tests are listed at the end: where the suite's time goes.
-TEST_WORKERS ?= auto
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: setup browser
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
