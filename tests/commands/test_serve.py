@@ -3,12 +3,13 @@ starts, and a started server stops whole, whatever stops it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -65,12 +66,25 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+def _exits(pids: set[int]) -> dict[int, int]:
+    """A pidfd per process of ``pids`` still there: readable once that process has exited
+    (zombie or reaped), so a test waits on the exits themselves."""
+    fds = {}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # gone already
+            fds[pid] = os.pidfd_open(pid)
+    return fds
+
+
+def _left_after(fds: dict[int, int], timeout: float) -> list[int]:
+    """The processes of ``fds`` (:func:`_exits`) that have not exited within ``timeout``."""
+    left = []
+    for pid, fd in fds.items():
+        exited, _, _ = select.select([fd], [], [], timeout)
+        os.close(fd)
+        if not exited:
+            left.append(pid)
+    return left
 
 
 @pytest.mark.slow
@@ -109,12 +123,10 @@ def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped
             below = _descendants(proc.pid)
             # viz and mlflow serve from processes of their own, in a session of their own
             assert below or name == "play", name
+            exits = _exits(below)
             os.killpg(proc.pid, servers[name][3])  # to its terminal's process group
             assert proc.wait(timeout=30) in (0, -signal.SIGHUP), (name, proc.stdout.read())
-            deadline = time.monotonic() + 10
-            while any(map(_alive, below)) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert not [pid for pid in below if _alive(pid)], name
+            assert _left_after(exits, timeout=10) == [], name
             assert not port_taken(port), f"{name}: port {port} still taken"
             with socket.socket() as again:  # a new server can start there at once
                 again.bind(("127.0.0.1", port))

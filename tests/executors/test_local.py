@@ -101,11 +101,20 @@ STARTING_WORKERS = """
 import sys
 import torch
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.executors import local
 from connect_zero_pipeline.executors.local import local_self_play
 from tests.helpers import selfplay_config
 
+start = local._QuietStartProcess.start
+
+
+def announced(process):  # a line as each worker process is started (it then imports torch)
+    start(process)
+    print("worker started", flush=True)
+
+
+local._QuietStartProcess.start = announced
 model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
-print("starting the workers", flush=True)
 try:
     # minutes of self-play a shard: a worker that played its shard would outlast the test
     local_self_play(selfplay_config(num_games=4, sims=2, moves_per_gen=40000), model, workers=2)
@@ -124,7 +133,6 @@ def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
     import signal
     import subprocess
     import sys
-    import time
 
     from tests.helpers import REPO, _as_in_a_terminal
 
@@ -132,8 +140,8 @@ def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
     try:
-        assert proc.stdout.readline() == "starting the workers\n"
-        time.sleep(0.5)  # the workers are being spawned, importing torch
+        # Both workers started, and importing torch: the Ctrl-C lands in their start-up.
+        assert [proc.stdout.readline() for _ in range(2)] == ["worker started\n"] * 2
         os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)  # not the minutes of a played shard
         assert proc.returncode == 130

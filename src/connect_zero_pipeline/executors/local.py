@@ -11,8 +11,8 @@
 Processes are started with ``spawn`` (no forked copies of torch's thread
 pools), with SIGINT ignored until their initializer runs (:func:`spawn_context`). The
 self-play pool lives as long as the process (a ``kedro run``); the
-solver pool as long as its labeller. Every worker dies with the process that started it, even when that
-one is killed with SIGKILL (:func:`die_with_parent`): no orphan keeps a core
+solver pool as long as its labeller. Every worker dies with the process that started it,
+even when that one is killed with SIGKILL (:func:`die_with_parent`): no orphan keeps a core
 and hundreds of MB after a ``kill -9`` of ``kedro run``.
 """
 
@@ -225,20 +225,23 @@ def local_self_play(
     ckpt = checkpoint_dict(model)
     for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
         shard_pool = _shard_pool(workers)
-        steps = shard_pool.steps
         shard_pool.drain()
         try:
-            futures = {
-                shard_pool.pool.submit(
-                    _play_shard, ckpt, config, generation, i, workers, node, progress
-                ): i
-                for i in range(workers)
-            }
+            with _interrupt_deferred():  # the pool's bookkeeping is never cut half-way
+                futures = {
+                    shard_pool.pool.submit(
+                        _play_shard, ckpt, config, generation, i, workers, node, progress
+                    ): i
+                    for i in range(workers)
+                }
             break
         except BrokenProcessPool:
             close_pools()
             if attempt == 2:
                 raise
+        except BaseException:  # a Ctrl-C while the workers start: some shards are sent
+            _give_up(shard_pool)
+            raise
     tables: list[pd.DataFrame | None] = [None] * workers
     compile_s = 0.0
     bar = None
@@ -254,14 +257,13 @@ def local_self_play(
                 compile_s = max(compile_s, shard_stats["compile_s"])
             while bar is not None:
                 try:
-                    bar.update(steps.get_nowait())
+                    bar.update(shard_pool.steps.get_nowait())
                 except queue_module.Empty:
                     break
     except BaseException:
         for fut in pending:
             fut.cancel()
-        shard_pool.cancelled.set()  # shards not started yet play nothing
-        close_pools()  # a failed or interrupted generation leaves no busy workers behind
+        _give_up(shard_pool)
         raise
     finally:
         if bar is not None:
@@ -269,6 +271,36 @@ def local_self_play(
     if stats is not None:
         stats["compile_s"] = compile_s
     return merge_shards(tables)
+
+
+@contextlib.contextmanager
+def _interrupt_deferred():
+    """A Ctrl-C in the block is raised as it ends, not inside it.
+
+    ``ProcessPoolExecutor.submit`` starts workers and feeds its queues; a KeyboardInterrupt
+    raised in the middle of that left a started worker that never got its shutdown, and
+    closing the pool then waited for it forever. The signal is handed to the handler that
+    was there before once the block is done. (Off the main thread, where Python cannot
+    change a handler, the block runs as it is.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)
+
+
+def _give_up(shard_pool: _ShardPool) -> None:
+    """A failed or interrupted generation: the shards not begun play nothing (the workers
+    read the pool's cancel event), and no busy worker is left behind."""
+    shard_pool.cancelled.set()
+    close_pools()
 
 
 class _ShardPool:
