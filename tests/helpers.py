@@ -220,13 +220,15 @@ def cli_params(params: dict) -> str:
 
 
 def _as_in_a_terminal() -> None:
-    """A started run gets Ctrl-C as a terminal's foreground process does. A test suite run
-    as a background job (``make test &``, some CI runners) ignores SIGINT, and an ignored
-    signal stays ignored in every process it starts: Python would then never raise
-    KeyboardInterrupt, and a test of Ctrl-C would see the run finish instead."""
+    """A started run gets Ctrl-C and a closed terminal as a terminal's foreground process
+    does. A test suite run as a background job (``make test &``, some CI runners) ignores
+    SIGINT, one run under ``nohup`` ignores SIGHUP, and an ignored signal stays ignored in
+    every process it starts: Python would then never raise KeyboardInterrupt, a server would
+    outlive its terminal, and a test of either would see the process go on instead."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None,
