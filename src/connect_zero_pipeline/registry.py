@@ -88,7 +88,7 @@ def describe(tags: dict[str, str]) -> str:
     if "pipeline" in tags:
         text += f" (pipeline {tags['pipeline']})"
     if "start_from" in tags:
-        text += f", trained on from {tags['start_from']}"
+        text += f", started from {tags['start_from']}"
     text += ", a Connect-4 AlphaZero network in ONNX."
     if "solver.acc" in tags:
         text += (f" On the shipped solver set the network alone plays the best move in "

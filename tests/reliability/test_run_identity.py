@@ -297,7 +297,7 @@ def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_p
     newest = max(mlflow_client(project).search_model_versions("name = 'connect-zero'"),
                  key=lambda v: int(v.version))  # fmt: skip
     assert newest.tags["start_from"] == described
-    assert f"trained on from {described}" in newest.description
+    assert f", started from {described}," in newest.description
     # curve names the start as resolved then (the alias has since moved to this run's model).
     assert f", started from {described} (" in run_heading(project, run_id, "its id")
     # A run id names its last generation; an unknown one is refused before any work.
