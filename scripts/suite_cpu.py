@@ -8,7 +8,8 @@ for a core; the suite's time on 2 cores is bounded by its CPU time instead (its 
 2). A process is charged to the test named in the ``PYTEST_CURRENT_TEST`` it inherited (a
 ``kedro run`` a test started, its workers, a browser), else to its kind: the pytest
 processes themselves (the in-process tests), Ray's daemons, other. A process that lives less
-than one sampling interval (0.2 s) can be missed; Linux only.
+than one sampling interval (0.2 s) can be missed. Every process started on the machine
+while it runs is counted: run it on an otherwise idle machine. Linux only.
 """
 
 from __future__ import annotations
@@ -21,32 +22,41 @@ import threading
 import time
 
 INTERVAL_S = 0.2
+SETTLED_S = 1.0
+"""A process's command line and environment are read until it is this old: a forked child
+shows its parent's until it execs its own program."""
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def sample(pid: str) -> tuple[tuple[int, int], str, str, float] | None:
-    """``((pid, start tick), command line, the test it was started by, CPU seconds)``."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-        fields = stat[stat.rfind(")") + 2 :].split()
-        cpu = (int(fields[11]) + int(fields[12])) / _TICK
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        test = ""
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            for entry in f.read().split(b"\0"):
-                if entry.startswith(b"PYTEST_CURRENT_TEST="):
-                    test = entry.split(b"=", 1)[1].decode(errors="replace")
-    except (OSError, IndexError, ValueError):  # the process ended meanwhile, or is not ours
-        return None
-    return (int(pid), int(fields[19])), cmd, test, cpu
+def cpu_time(pid: str) -> tuple[tuple[int, int], float, float, str]:
+    """``((pid, start tick), CPU seconds, age in seconds, name)`` of a running process."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rfind(")") + 2 :].split()
+    with open("/proc/uptime") as f:
+        age = float(f.read().split()[0]) - int(fields[19]) / _TICK
+    name = stat[stat.find("(") + 1 : stat.rfind(")")]
+    return (int(pid), int(fields[19])), (int(fields[11]) + int(fields[12])) / _TICK, age, name
+
+
+def program(pid: str, name: str) -> tuple[str, str]:
+    """``(command line, the test it was started by)`` of a running process."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    test = ""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        for entry in f.read().split(b"\0"):
+            if entry.startswith(b"PYTEST_CURRENT_TEST="):
+                test = entry.split(b"=", 1)[1].decode(errors="replace")
+    return cmd or f"[{name}]", test  # no command line: a kernel thread
 
 
 def charge(cmd: str, test: str) -> str:
     """The row a process's CPU time goes to."""
     if test:
         return test.split("::")[0]
+    if cmd.startswith("["):
+        return "(kernel threads)"
     if "/ray/" in cmd or cmd.startswith("ray::"):
         return "(Ray's daemons and workers)"
     if "pytest" in cmd or "execnet" in cmd or "import sys;exec(" in cmd:
@@ -57,14 +67,23 @@ def charge(cmd: str, test: str) -> str:
 def main(argv: list[str]) -> int:
     mine = {p for p in os.listdir("/proc") if p.isdigit()}  # running before: not the suite's
     seen: dict[tuple[int, int], list] = {}
+    settled: set[tuple[int, int]] = set()  # processes whose program is read for good
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
             for pid in os.listdir("/proc"):
-                if pid.isdigit() and pid not in mine and (row := sample(pid)):
-                    key, cmd, test, cpu = row
-                    seen.setdefault(key, [cmd, test, 0.0])[2] = cpu
+                if not pid.isdigit() or pid in mine:
+                    continue
+                try:
+                    key, cpu, age, name = cpu_time(pid)
+                    if key not in settled:  # new, or perhaps not yet exec'd its own program
+                        seen[key] = [*program(pid, name), cpu]
+                        if age > SETTLED_S:
+                            settled.add(key)
+                    seen[key][2] = cpu
+                except (OSError, IndexError, ValueError):  # it ended meanwhile, or is not ours
+                    pass
             done.wait(INTERVAL_S)
 
     start = time.perf_counter()

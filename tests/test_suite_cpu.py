@@ -43,3 +43,4 @@ def test_a_process_is_charged_to_its_test_or_else_to_its_kind():
     ray = "/v/lib/python3.11/site-packages/ray/core/src/ray/raylet/raylet --x"
     assert suite_cpu.charge(ray, "") == "(Ray's daemons and workers)"
     assert suite_cpu.charge("/usr/lib/chromium/chromium --type=gpu", "") == "(other: chromium)"
+    assert suite_cpu.charge("[kworker/1:2-events]", "") == "(kernel threads)"
