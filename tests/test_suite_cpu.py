@@ -17,7 +17,9 @@ BURN = """
 import subprocess, sys
 
 def test_burns_in_a_subprocess():
-    burn = "import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.0: pass"
+    # 1 s of CPU, then 1 s asleep: the sampler reads the process once more after the burn
+    burn = ("import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.0: pass"
+            "\\ntime.sleep(1.0)")
     subprocess.run([sys.executable, "-c", burn], check=True)
 """
 
@@ -31,7 +33,7 @@ def test_a_subprocess_s_cpu_time_is_charged_to_the_test_module_that_started_it(t
     assert res.returncode == 0, res.stdout + res.stderr
     assert "pytest: exit 0, " in res.stdout
     rows = {name: float(cpu) for cpu, name in ROW.findall(res.stdout)}
-    assert 0.8 <= rows["test_burn.py"] <= 3.0, res.stdout  # the 1 s burn, and its start-up
+    assert 0.95 <= rows["test_burn.py"] <= 3.0, res.stdout  # the 1 s burn, and its start-up
     assert "(pytest processes: collection and in-process tests)" in rows, res.stdout
 
 
