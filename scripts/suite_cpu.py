@@ -8,8 +8,9 @@ for a core; the suite's time on 2 cores is bounded by its CPU time instead (its 
 2). A process is charged to the test named in the ``PYTEST_CURRENT_TEST`` it inherited (a
 ``kedro run`` a test started, its workers, a browser), else to its kind: the pytest
 processes themselves (the in-process tests), Ray's daemons, other. A process that lives less
-than one sampling interval (0.2 s) can be missed. Every process started on the machine
-while it runs is counted: run it on an otherwise idle machine. Linux only.
+than one sampling interval (0.2 s) can be missed, and one that ends loses its last
+interval; one still running when pytest ends is read once more then. Every process started
+on the machine while it runs is counted: run it on an otherwise idle machine. Linux only.
 """
 
 from __future__ import annotations
@@ -70,21 +71,23 @@ def main(argv: list[str]) -> int:
     settled: set[tuple[int, int]] = set()  # processes whose program is read for good
     done = threading.Event()
 
+    def sweep() -> None:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or pid in mine:
+                continue
+            try:
+                key, cpu, age, name = cpu_time(pid)
+                if key not in settled:  # new, or perhaps not yet exec'd its own program
+                    seen[key] = [*program(pid, name), cpu]
+                    if age > SETTLED_S:
+                        settled.add(key)
+                seen[key][2] = cpu
+            except (OSError, IndexError, ValueError):  # it ended meanwhile, or is not ours
+                pass
+
     def watch() -> None:
-        while not done.is_set():
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit() or pid in mine:
-                    continue
-                try:
-                    key, cpu, age, name = cpu_time(pid)
-                    if key not in settled:  # new, or perhaps not yet exec'd its own program
-                        seen[key] = [*program(pid, name), cpu]
-                        if age > SETTLED_S:
-                            settled.add(key)
-                    seen[key][2] = cpu
-                except (OSError, IndexError, ValueError):  # it ended meanwhile, or is not ours
-                    pass
-            done.wait(INTERVAL_S)
+        while not done.wait(INTERVAL_S):
+            sweep()
 
     start = time.perf_counter()
     watcher = threading.Thread(target=watch, daemon=True)
@@ -93,6 +96,7 @@ def main(argv: list[str]) -> int:
     wall = time.perf_counter() - start
     done.set()
     watcher.join()
+    sweep()  # what is still running (a server or daemon left behind) counts whole
     rows: dict[str, list] = collections.defaultdict(lambda: [0.0, 0])
     for cmd, test, cpu in seen.values():
         row = rows[charge(cmd, test)]

@@ -3,9 +3,11 @@ module; processes no test started are charged to their kind."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -15,21 +17,30 @@ ROW = re.compile(r"^\s*([\d.]+)\s+[\d.]+%\s+\d+  (.+)$", re.M)
 
 BURN = """
 import subprocess, sys
+from pathlib import Path
+
+# 1 s of CPU, then it waits, still running, for the sampler's last reading after pytest ends
+BURNER = ("import signal, time\\nt = time.process_time()\\n"
+          "while time.process_time() - t < 1.0: pass\\nprint('burnt', flush=True)\\nsignal.pause()")
 
 def test_burns_in_a_subprocess():
-    # 1 s of CPU, then 1 s asleep: the sampler reads the process once more after the burn
-    burn = ("import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.0: pass"
-            "\\ntime.sleep(1.0)")
-    subprocess.run([sys.executable, "-c", burn], check=True)
+    burner = subprocess.Popen([sys.executable, "-c", BURNER], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    Path("burner.pid").write_text(str(burner.pid))
+    assert burner.stdout.readline() == "burnt\\n"
 """
 
 
 def test_a_subprocess_s_cpu_time_is_charged_to_the_test_module_that_started_it(tmp_path):
     (tmp_path / "test_burn.py").write_text(BURN)
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # as from a shell
-    res = subprocess.run([sys.executable, str(REPO / "scripts/suite_cpu.py"), "-q",
-                          "-p", "no:cacheprovider", "test_burn.py"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    try:
+        res = subprocess.run([sys.executable, str(REPO / "scripts/suite_cpu.py"), "-q",
+                              "-p", "no:cacheprovider", "test_burn.py"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    finally:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            os.kill(int((tmp_path / "burner.pid").read_text()), signal.SIGKILL)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "pytest: exit 0, " in res.stdout
     rows = {name: float(cpu) for cpu, name in ROW.findall(res.stdout)}
