@@ -100,18 +100,12 @@ class _QuietStartProcess(SpawnProcess):
     format); ignoring SIGINT until :func:`init_worker` sets its quiet handler leaves the
     interrupt to the run's process alone. An ignored signal stays ignored across ``exec``
     (and Python then installs no handler of its own), so the parent ignores SIGINT for the
-    moment it starts the process. Off the main thread, where Python cannot change a
-    handler, the process starts as it is.
+    moment it starts the process (:func:`_sigint_handled`).
     """
 
     def start(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
+        with _sigint_handled(signal.SIG_IGN):
             return super().start()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            return super().start()
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
 
 class _QuietStartContext(SpawnContext):
@@ -280,20 +274,29 @@ def _interrupt_deferred():
     ``ProcessPoolExecutor.submit`` starts workers and feeds its queues; a KeyboardInterrupt
     raised in the middle of that left a started worker that never got its shutdown, and
     closing the pool then waited for it forever. The signal is handed to the handler that
-    was there before once the block is done. (Off the main thread, where Python cannot
-    change a handler, the block runs as it is.)
+    was there before once the block is done.
     """
+    caught: list[int] = []
+    try:
+        with _sigint_handled(lambda signum, frame: caught.append(signum)):
+            yield
+    finally:
+        if caught:
+            signal.raise_signal(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _sigint_handled(handler):
+    """SIGINT goes to ``handler`` in the block, then to the handler that was there before.
+    Off the main thread, where Python cannot change a handler, the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        if caught:
-            signal.raise_signal(signal.SIGINT)
 
 
 def _give_up(shard_pool: _ShardPool) -> None:
