@@ -1,34 +1,45 @@
 """The first look at a machine with an NVIDIA GPU, in one command, inside a time budget.
 
-    scripts/gpu_check.sh OUT [--budget 540]   # every figure that matters, most valuable first
-    scripts/gpu_check.sh OUT --tiny           # the same steps at smoke sizes, on any device (CI)
+    scripts/gpu_check.sh OUT [--budget 540]                # the project installed
+    scripts/gpu_check.sh OUT --bundle .whl [--budget 540]  # an offline machine: set-up included
+    scripts/gpu_check.sh --plan [--bundle .whl]            # the steps and their caps; runs nothing
+    scripts/gpu_check.sh OUT --tiny                        # the same steps at smoke sizes (CI)
 
 GPU time is scarce: the check ends inside ``--budget`` seconds (default 540, 9 minutes) on any
-machine. Its steps, most valuable first, each capped from the time left (a step that ends
-early leaves its time to the later ones) and each writing its figures to
-``OUT/results.jsonl`` as it ends (a check cut short keeps what it measured):
+machine, its set-up included. Its steps, most valuable first, each under a cap (a fixed one,
+or its share of the time left: a step that ends early leaves its time to the later ones),
+each writing its row to ``OUT/results.jsonl`` as it ends. No step can end the check: a step
+that fails, raises or runs out of time is a row with ``ok: false``, its error and the last
+lines of its log, and the next step runs.
 
-1. ``env``: Python, torch, CUDA, the GPU (``nvidia-smi -L``).
-2. ``time_to_target``: ``kedro run --env gpu`` (conf/gpu's default path: the eager
-   host-sync search, nothing compiled) with the public sets scored by MCTS-600 every
-   generation, in a project copy outside OUT; stopped with Ctrl-C at its cap, or once
-   ``solver.acc`` >= 0.85 and MCTS-600 makes <= 0.5% weak mistakes on both public Pons sets.
-   Per generation: seconds since ``kedro run`` started, self-play, compile, train and
-   evaluate seconds, ``solver.acc`` and the weak mistakes.
-3. ``bench_eager``: ``bench selfplay``'s eager cells (host_sync, device) at B = 16,384 and
+0. ``plan``: every step's cap if each used all of it, and whether they fit the budget.
+1. ``setup``: with ``--bundle DIR``, every wheel of DIR installed into a new target folder
+   (``pip --no-index --no-deps --target``, beside the machine's own packages), its bytecode
+   compiled, ``pip list`` and ``pip check`` (a version outside a dependency's range is
+   reported, not fatal); then, always, Kedro, MLflow and the project imported.
+2. ``env``: Python, torch, CUDA and ``nvidia-smi -L`` (60 s: a cold torch import and the
+   first CUDA context).
+3. ``time_to_target``: ``kedro run --env gpu`` (conf/gpu: the eager search, evaluation off
+   the critical path) with the public sets scored by MCTS-600 every generation, in a project
+   copy outside OUT; stopped with Ctrl-C at its cap, or once ``solver.acc`` >= 0.85 and
+   MCTS-600 makes <= 0.5% weak mistakes on both public Pons sets. Per generation: when its
+   model and its scorecard were written (seconds since ``kedro run`` started), the self-play,
+   compile, train and evaluate seconds, ``solver.acc`` and the weak mistakes.
+4. ``bench_eager``: ``bench selfplay``'s eager cells (host_sync, device) at B = 16,384 and
    65,536 with the recipe's network and search size, while ``nvidia-smi`` samples the GPU.
-4. ``cuda_tests``: ``pytest -m gpu`` (the CUDA tests, the sync-free check among them).
-5. ``bench_compiled``: the compiled cell at B = 16,384, twice with one fresh inductor cache
-   in a temporary folder: cold (compiling), then warm (loading it).
+5. ``cuda_tests``: the CUDA tests with ``pytest -rA``, the eager one first (its own cap, so
+   it always reports), then the compiled ones (inductor compiles for CUDA) with the rest.
+6. ``bench_compiled``: the compiled cell at B = 16,384, twice with one fresh inductor cache:
+   cold (compiling), then warm (loading it): rows ``bench_compiled_cold`` and ``_warm``.
 
 ``OUT`` holds at most 8 files, none in a subfolder: ``results.jsonl``, ``summary.md`` (the
-Markdown table, rewritten after every step), ``gpu.csv`` (utilisation samples, a step's name
-on each line) and one ``<step>.log`` per step that runs a command. The exit status is 1 if a
-step failed.
+Markdown table, rewritten after every row), ``gpu.csv`` (utilisation samples, a step's name
+on each line) and a log per step that runs a command (``setup``, ``time_to_target``,
+``bench_eager``, ``cuda_tests``, ``bench_compiled``). The exit status is 1 if a step failed.
 
-``--tiny`` runs the steps at smoke sizes on any device (without CUDA the CUDA tests are
-skipped and say so; the compiled cells trace with torch.compile's ``eager`` backend) and
-checks that the plan's caps fit the budget: a ``plan`` line first, with each step's share.
+Kedro is started as ``python -m kedro`` and the project from this checkout's ``src`` (on
+``PYTHONPATH``), so an interpreter with no ``kedro`` script beside it, and a project copied
+without its git-ignored files (a ``git archive``), run the check as they are.
 """
 
 from __future__ import annotations
@@ -42,21 +53,47 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CUDA_TESTS = ["tests/core/test_mcts.py", "tests/core/test_compiled.py"]  # the `gpu`-marked ones
 TARGET_ACC = 0.85
 TARGET_WEAK = 0.005
 PUBLIC_SETS = ("Test_L3_R1", "Test_L2_R1")
-STEPS = ("env", "time_to_target", "bench_eager", "cuda_tests", "bench_compiled")
-SHARES = {"env": 0.02, "time_to_target": 0.52, "bench_eager": 0.16, "cuda_tests": 0.12,
-          "bench_compiled": 0.18}  # fmt: skip
-"""Each step's share of the budget, in order; a step's cap is its share of what is left
-among the steps still to run, less :data:`STOP_S`."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    fixed: float | None = None  # a fixed cap in seconds, or
+    share: float = 0.0  # a share of the time left among the shared steps still to run
+
+
+STEPS = (
+    Step("setup", fixed=120.0),
+    Step("env", fixed=60.0),
+    Step("time_to_target", share=0.45),
+    Step("bench_eager", share=0.12),
+    Step("cuda_tests", share=0.28),
+    Step("bench_compiled", share=0.15),
+)
+"""The steps in order. ``setup``'s 120 s are its allowance with ``--bundle`` (46 s measured
+for 60 wheels on a 2-core CPU); without a bundle it only imports (30 s). ``cuda_tests``
+compiles two programs with inductor (57 s cold on a 2-core CPU: ``tests/core/test_compiled``'s
+two CUDA tests run on the CPU), hence its share."""
 STOP_S = 15.0
-"""Seconds kept back from each cap to stop its command and write its figures."""
+"""Seconds kept back from each cap to stop its command and write its row."""
 MIN_BUDGET = 120.0
+EAGER_TEST_S = 90.0
+"""The eager CUDA test's cap, at most: it runs first, so it reports whatever the compiled
+ones need."""
+CUDA_TESTS = {  # the `gpu`-marked tests: eager first
+    "eager": ["tests/core/test_mcts.py"],
+    "compiled": ["tests/core/test_compiled.py"],
+}
+LOG_TAIL = 1500
+"""Characters of a failed step's log kept in its row."""
 # Sizes of the tiny run: a generation in seconds on a CPU (tests/pipelines/alphazero).
 TINY = {
     "alphazero.num_generations": 1,
@@ -89,17 +126,34 @@ def params_arg(params: dict) -> str:
     return ",".join(f"{k}={text(v)}" for k, v in params.items())
 
 
-def plan(left: float, step: str) -> float:
-    """Step ``step``'s cap in seconds: its share of ``left`` among the steps from it on,
-    less :data:`STOP_S` (never below 1 s)."""
-    later = STEPS[STEPS.index(step) :]
-    share = SHARES[step] / sum(SHARES[s] for s in later)
-    return max(1.0, left * share - STOP_S)
+def cap_of(left: float, step: str, steps: tuple[Step, ...] = STEPS) -> float:
+    """Step ``step``'s cap in seconds with ``left`` seconds of the budget left: its fixed cap
+    (never more than what is left less :data:`STOP_S`), or its share of ``left``, once the
+    fixed steps still to come have their caps, among the shared steps from it on, less
+    :data:`STOP_S`; never below 1 s."""
+    names = [s.name for s in steps]
+    here = steps[names.index(step)]
+    later = steps[names.index(step) :]
+    if here.fixed is not None:
+        return max(1.0, min(here.fixed, left - STOP_S))
+    reserved = sum(s.fixed + STOP_S for s in later if s.fixed is not None)
+    shares = sum(s.share for s in later if s.fixed is None)
+    return max(1.0, (left - reserved) * here.share / shares - STOP_S)
+
+
+def plan(budget: float, steps: tuple[Step, ...]) -> tuple[dict[str, float], float]:
+    """Every step's cap if each step before it used all of its own, and the seconds left then
+    (>= 0: the caps and their stop margins fit the budget)."""
+    caps, left = {}, budget
+    for step in steps:
+        caps[step.name] = round(cap_of(left, step.name, steps), 1)
+        left -= caps[step.name] + STOP_S
+    return caps, left
 
 
 class Check:
-    def __init__(self, out: Path, budget: float):
-        self.out, self.budget = out, budget
+    def __init__(self, out: Path, budget: float, env: dict[str, str], steps: tuple[Step, ...]):
+        self.out, self.budget, self.env, self.steps = out, budget, env, steps
         self.start = time.perf_counter()
         self.rows: list[dict] = []
         out.mkdir(parents=True, exist_ok=True)
@@ -110,38 +164,68 @@ class Check:
         return self.budget - (time.perf_counter() - self.start)
 
     def cap(self, step: str) -> float:
-        return plan(self.left(), step)
+        return cap_of(self.left(), step, self.steps)
 
-    def record(self, step: str, ok: bool, seconds: float, **figures) -> None:
+    def record(self, step: str, ok: bool, seconds: float, **figures) -> dict:
         row = {"step": step, "ok": ok, "seconds": round(seconds, 1), **figures}
         self.rows.append(row)
         with open(self.out / "results.jsonl", "a") as f:
-            f.write(json.dumps(row) + "\n")
+            f.write(json.dumps(row, default=str) + "\n")
         self.summary()
-        print(f"gpu_check: {step}: {'ok' if ok else 'FAILED'} in {seconds:.0f} s "
+        how = "skipped" if "skipped" in row else ("ok" if ok else "FAILED")
+        print(f"gpu_check: {step}: {how} in {seconds:.0f} s "
               f"({max(self.left(), 0):.0f} s of the budget left)", flush=True)  # fmt: skip
+        return row
+
+    def guarded(self, step: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, whose rows it records itself; any exception it raises is a
+        failed row of ``step`` with the error and the end of ``step``'s log."""
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            self.record(step, False, time.perf_counter() - start,
+                        error=f"{type(exc).__name__}: {exc}"[:500],
+                        traceback=traceback.format_exc()[-LOG_TAIL:],
+                        log_tail=self.log_tail(step))  # fmt: skip
+            return None
+
+    def log_path(self, step: str) -> Path:
+        return self.out / f"{step.removesuffix('_cold').removesuffix('_warm')}.log"
+
+    def log_tail(self, step: str) -> str:
+        try:
+            return self.log_path(step).read_text(errors="replace")[-LOG_TAIL:]
+        except OSError:
+            return ""
 
     def run(self, step: str, cmd: list[str], timeout: float, cwd: Path = REPO, env=None):
-        """Run ``cmd``, its output to ``OUT/<step>.log``; returns ``(ok, seconds, stdout)``."""
+        """Run ``cmd`` under ``timeout``, its output appended to ``step``'s log; returns
+        ``(ok, seconds, stdout)``. A command that cannot start, or runs out of time, is not ok."""
         start = time.perf_counter()
         try:
             res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                                 env={**os.environ, **(env or {})})  # fmt: skip
+                                 env={**self.env, **(env or {})})  # fmt: skip
             ok, stdout, stderr = res.returncode == 0, res.stdout, res.stderr
+            if not ok:
+                stderr += f"\nexit status {res.returncode}"
         except subprocess.TimeoutExpired as exc:
             ok, stdout = False, _text(exc.stdout)
             stderr = _text(exc.stderr) + f"\nstopped at its cap, {timeout:.0f} s"
-        with open(self.out / f"{step}.log", "a") as log:
+        except OSError as exc:
+            ok, stdout, stderr = False, "", f"could not start: {exc}"
+        with open(self.log_path(step), "a") as log:
             log.write(f"$ {' '.join(cmd)}\n{stdout}\n--- stderr ---\n{stderr}\n")
         return ok, time.perf_counter() - start, stdout
 
     def summary(self) -> None:
         lines = ["| step | ok | seconds | figures |", "|---|---|---|---|"]
+        hidden = ("step", "ok", "seconds", "table", "per_generation", "traceback", "log_tail",
+                  "pip_list")  # fmt: skip
         for row in self.rows:
-            figs = ", ".join(f"{k} {_fmt(v)}" for k, v in row.items()
-                             if k not in ("step", "ok", "seconds", "table", "per_generation"))  # fmt: skip
-            lines.append(f"| {row['step']} | {'yes' if row['ok'] else '**no**'} | "
-                         f"{row['seconds']} | {figs} |")  # fmt: skip
+            figs = ", ".join(f"{k} {_fmt(v)}" for k, v in row.items() if k not in hidden)
+            ok = "skipped" if "skipped" in row else ("yes" if row["ok"] else "**no**")
+            lines.append(f"| {row['step']} | {ok} | {row['seconds']} | {figs} |")
         for row in self.rows:
             if row.get("table"):
                 lines += ["", f"### {row['step']}", "", *row["table"]]
@@ -156,21 +240,73 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _python_path(*entries: Path) -> str:
+    old = os.environ.get("PYTHONPATH")
+    return os.pathsep.join([*map(str, entries), *([old] if old else [])])
+
+
+def step_setup(check: Check, bundle: Path | None, site: Path | None) -> bool:
+    """Install ``bundle`` into ``site`` (if given), then import what every later step needs."""
+    start = time.perf_counter()
+    cap = check.cap("setup")
+    figures: dict = {}
+    ok = True
+    if bundle is not None:
+        wheels = sorted(bundle.glob("*.whl"))
+        if not wheels:
+            raise FileNotFoundError(f"--bundle {bundle}: no wheels there")
+        pip = [sys.executable, "-m", "pip"]
+        quiet = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        ok, _, _ = check.run("setup", [*pip, "install", "--quiet", "--no-index", "--no-deps",
+                                       "--no-compile", "--target", str(site), *map(str, wheels)],
+                             max(1.0, cap - (time.perf_counter() - start)), env=quiet)  # fmt: skip
+        figures.update(wheels=len(wheels), bundle_mb=round(sum(w.stat().st_size
+                       for w in wheels) / 2**20, 1), site=str(site))  # fmt: skip
+        if ok:  # compiled once on every core: PYTHONDONTWRITEBYTECODE would recompile per process
+            check.run("setup", [sys.executable, "-m", "compileall", "-q", "-j", "0", str(site)],
+                      max(1.0, cap - (time.perf_counter() - start)))  # fmt: skip
+            _, _, listed = check.run("setup", [*pip, "list", "--format=freeze"],
+                                     max(1.0, cap - (time.perf_counter() - start)), env=quiet)  # fmt: skip
+            figures["packages"] = len(listed.splitlines())
+            _, _, problems = check.run("setup", [*pip, "check"],
+                                       max(1.0, cap - (time.perf_counter() - start)), env=quiet)  # fmt: skip
+            # The machine's own packages are used as they are: a range they miss is reported.
+            figures["pip_check"] = [x for x in problems.splitlines() if x.strip()][:20]
+    code = ("import json, kedro, kedro_mlflow, mlflow, connect_zero_pipeline as cz; "
+            "print(json.dumps({'kedro': kedro.__version__, 'mlflow': mlflow.__version__, "
+            "'kedro_mlflow': kedro_mlflow.__version__, 'project': cz.__version__, "
+            "'kedro_from': kedro.__file__}))")  # fmt: skip
+    if ok:
+        ok, _, stdout = check.run("setup", [sys.executable, "-c", code],
+                                  max(1.0, cap - (time.perf_counter() - start)))  # fmt: skip
+        if ok:
+            figures.update(json.loads(stdout.strip().splitlines()[-1]))
+    check.record("setup", ok, time.perf_counter() - start, cap_s=round(cap), **figures,
+                 **({} if ok else {"log_tail": check.log_tail("setup")}))  # fmt: skip
+    return ok
+
+
 def step_env(check: Check) -> bool:
     start = time.perf_counter()
     code = ("import json, torch; print(json.dumps({'torch': torch.__version__, "
             "'cuda': torch.version.cuda, 'cuda_available': torch.cuda.is_available(), "
             "'gpu': torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}))")  # fmt: skip
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=check.cap("env") + STOP_S)  # fmt: skip
-    info = json.loads(res.stdout) if res.returncode == 0 else {"error": res.stderr[-500:]}
+    info: dict = {"python": sys.version.split()[0]}
+    try:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=check.cap("env"), env=check.env)  # fmt: skip
+        ok = res.returncode == 0
+        info.update(json.loads(res.stdout) if ok else {"error": res.stderr[-LOG_TAIL:]})
+    except subprocess.TimeoutExpired as exc:
+        ok, info["error"] = False, f"torch's import and CUDA's start took over {exc.timeout:.0f} s"
     smi = shutil.which("nvidia-smi")
     if smi:
-        info["nvidia_smi"] = subprocess.run(
-            [smi, "-L"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-    info["python"] = sys.version.split()[0]
-    check.record("env", res.returncode == 0, time.perf_counter() - start, **info)
+        try:
+            info["nvidia_smi"] = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                                                timeout=10).stdout.strip()  # fmt: skip
+        except subprocess.TimeoutExpired:
+            info["nvidia_smi"] = "no answer in 10 s"
+    check.record("env", ok, time.perf_counter() - start, **info)
     return bool(info.get("cuda_available"))
 
 
@@ -183,8 +319,10 @@ def _bench(check: Check, step: str, args: list[str], timeout: float, env=None) -
     finally:
         util = sampler.stop()
     lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
-    check.record(step, ok and bool(lines), seconds, lines=len(lines), **util,
-                 table=_bench_table(lines))  # fmt: skip
+    ok = ok and bool(lines)
+    check.record(step, ok, seconds, cap_s=round(timeout), lines=len(lines), **util,
+                 table=_bench_table(lines),
+                 **({} if ok else {"log_tail": check.log_tail(step)}))  # fmt: skip
     return lines
 
 
@@ -223,7 +361,11 @@ class _GpuSampler:
         if self.proc is None:
             return {}
         self.proc.terminate()
-        out, _ = self.proc.communicate()
+        try:
+            out, _ = self.proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
         rows = [[x.strip() for x in r.split(",")] for r in out.splitlines() if r.strip()]
         rows = [r for r in rows if len(r) == 2 and all(x.replace(".", "").isdigit() for x in r)]
         with open(self.path, "a") as f:
@@ -256,14 +398,27 @@ def project_copy(dest: Path) -> Path:
     return dest
 
 
+def _written(project: Path, pattern: str) -> dict[int, tuple[float, Path]]:
+    """``{generation: (mtime, path)}`` of the files of ``pattern`` (under ``gen_XXX/``)."""
+    found = {}
+    for path in project.glob(pattern):
+        gen = next((p for p in path.parts if p.startswith("gen_")), None)
+        if gen is None or gen == "gen_000":
+            continue
+        try:
+            found[int(gen.split("_")[1])] = (path.stat().st_mtime, path)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def _metrics(project: Path, stage: str) -> dict[int, tuple[float, dict]]:
     """``{generation: (mtime, <stage> metrics)}`` of the run in ``project`` so far."""
     found = {}
-    pattern = f"gen_*/{stage}_metrics.json/*/{stage}_metrics.json"
-    for path in (project / "data/08_reporting").glob(pattern):
+    for gen, (mtime, path) in _written(project, f"data/08_reporting/gen_*/{stage}_metrics.json/"
+                                       f"*/{stage}_metrics.json").items():  # fmt: skip
         try:
-            found[int(path.parts[-4].split("_")[1])] = (path.stat().st_mtime,
-                                                        json.loads(path.read_text()))  # fmt: skip
+            found[gen] = (mtime, json.loads(path.read_text()))
         except (OSError, ValueError):  # being written
             continue
     return found
@@ -280,19 +435,34 @@ def _reached(metrics: dict, sims: int) -> dict[str, bool]:
 
 
 def generation_rows(project: Path, start_wall: float, sims: int) -> list[dict]:
-    """Per generation so far: seconds since the start (its evaluation's end), the stages'
-    seconds, ``solver.acc`` and MCTS-``sims`` weak mistakes on the public sets."""
+    """Per generation with a scorecard so far: when its model and its scorecard were written
+    (seconds since the start), the stages' seconds, ``solver.acc`` and MCTS-``sims`` weak
+    mistakes on the public sets."""
     evals = _metrics(project, "eval")
     plays, trains = _metrics(project, "selfplay"), _metrics(project, "train")
+    models = _written(project, "data/06_models/gen_*/model.pt/*/model.pt")
     rows = []
     for gen, (mtime, m) in sorted(evals.items()):
         play, train = plays.get(gen, (0, {}))[1], trains.get(gen, (0, {}))[1]
-        rows.append({"generation": gen, "since_start_s": round(mtime - start_wall, 1),
+        model_at = models.get(gen, (None,))[0]
+        rows.append({"generation": gen,
+                     "model_at_s": None if model_at is None else round(model_at - start_wall, 1),
+                     "scorecard_at_s": round(mtime - start_wall, 1),
                      "selfplay_s": play.get("seconds"), "compile_s": play.get("compile_s"),
                      "train_s": train.get("train_seconds"), "evaluate_s": m.get("evaluate.seconds"),
                      "solver_acc": m.get("solver.acc"),
                      **{f"weak_{s}": w for s, w in _weak(m, sims).items()}})  # fmt: skip
     return rows
+
+
+def _interrupt(proc: subprocess.Popen, wait_s: float) -> None:
+    """Ctrl-C, as a person would; killed if it has not ended within ``wait_s``."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def step_run(check: Check, step: str, params: dict, sims: int, watch: bool,
@@ -301,63 +471,102 @@ def step_run(check: Check, step: str, params: dict, sims: int, watch: bool,
     ``keep``), stopped at its cap (and, with ``watch``, once both targets are reached); its
     log is ``OUT/<step>.log``."""
     cap = check.cap(step)
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
         project = project_copy((keep or Path(tmp)) / "project")
-        cmd = [str(Path(sys.executable).with_name("kedro")), "run", "--env", "gpu",
-               "--params", params_arg(params)]  # fmt: skip
+        cmd = [sys.executable, "-m", "kedro", "run", "--env", "gpu", "--params",
+               params_arg(params)]  # fmt: skip
         sampler = _GpuSampler(check.out / "gpu.csv", step)
         first: dict[str, float] = {}
-        with open(check.out / f"{step}.log", "w") as log:
-            log.write(f"$ {' '.join(cmd)}\n")
-            log.flush()
-            start_wall, start = time.time(), time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=project, stdout=log, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "TQDM_DISABLE": "1"})  # fmt: skip
-            while proc.poll() is None and time.perf_counter() - start < cap:
-                time.sleep(1.0)
-                for _gen, (mtime, m) in sorted(_metrics(project, "eval").items()):
-                    for name, hit in _reached(m, sims).items():
-                        if hit and name not in first:
-                            first[name] = round(mtime - start_wall, 1)
-                if watch and len(first) == 2:
-                    break
-            stopped = proc.poll() is None
-            if stopped:  # its cap, or both targets: Ctrl-C, as a person would
-                proc.send_signal(signal.SIGINT)
+        try:
+            with open(check.log_path(step), "w") as log:
+                log.write(f"$ {' '.join(cmd)}\n")
+                log.flush()
+                start_wall, start = time.time(), time.perf_counter()
+                proc = subprocess.Popen(cmd, cwd=project, stdout=log, stderr=subprocess.STDOUT,
+                                        env={**check.env, "TQDM_DISABLE": "1"})  # fmt: skip
                 try:
-                    proc.wait(timeout=STOP_S * 0.6)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-        util = sampler.stop()
+                    while proc.poll() is None and time.perf_counter() - start < cap:
+                        time.sleep(1.0)
+                        for _gen, (mtime, m) in sorted(_metrics(project, "eval").items()):
+                            for name, hit in _reached(m, sims).items():
+                                if hit and name not in first:
+                                    first[name] = round(mtime - start_wall, 1)
+                        if watch and len(first) == 2:
+                            break
+                finally:
+                    stopped = proc.poll() is None
+                    if stopped:  # its cap, both targets, or an error here
+                        _interrupt(proc, STOP_S * 0.6)
+        finally:
+            util = sampler.stop()
         rows = generation_rows(project, start_wall, sims)
     last = rows[-1] if rows else {}
     ok = (proc.returncode == 0 or stopped) and bool(rows)
-    table = ["| generation | s since start | self-play s | compile s | train s | evaluate s | "
-             "solver.acc | " + " | ".join(f"{s} MCTS-{sims} weak" for s in PUBLIC_SETS) + " |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    names = ["generation", "model at s", "scorecard at s", "self-play s", "compile s", "train s",
+             "evaluate s", "solver.acc", *(f"{s} MCTS-{sims} weak" for s in PUBLIC_SETS)]  # fmt: skip
+    table = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     for r in rows:
-        cells = [r["generation"], r["since_start_s"], r["selfplay_s"], r["compile_s"],
-                 r["train_s"], r["evaluate_s"], r["solver_acc"],
+        cells = [r["generation"], r["model_at_s"], r["scorecard_at_s"], r["selfplay_s"],
+                 r["compile_s"], r["train_s"], r["evaluate_s"], r["solver_acc"],
                  *(r[f"weak_{s}"] for s in PUBLIC_SETS)]  # fmt: skip
         table.append("| " + " | ".join("-" if c is None else _fmt(c) for c in cells) + " |")
     check.record(
-        step, ok, time.perf_counter() - start, cap_s=round(cap), generations=len(rows),
-        stopped_at_cap=stopped and len(first) < 2, seconds_to_acc=first.get("acc"),
-        seconds_to_pons=first.get("pons"), last_solver_acc=last.get("solver_acc"),
-        first_generation_s=rows[0]["since_start_s"] if rows else None,
+        step, ok, time.perf_counter() - start, cap_s=round(cap), exit_status=proc.returncode,
+        generations=len(rows), stopped_at_cap=stopped and len(first) < 2,
+        seconds_to_acc=first.get("acc"), seconds_to_pons=first.get("pons"),
+        last_solver_acc=last.get("solver_acc"),
+        first_model_s=rows[0]["model_at_s"] if rows else None,
+        first_scorecard_s=rows[0]["scorecard_at_s"] if rows else None,
         per_generation=rows, **util, table=table,
+        **({} if ok else {"log_tail": check.log_tail(step)}),
     )  # fmt: skip
 
 
+def _outcomes(stdout: str) -> dict[str, list[str]]:
+    """Test names by outcome, from ``pytest -v -rA``'s lines: each test's line as it ends
+    (``file::name PASSED``), so a run stopped at its cap still tells what finished, and the
+    short summary (``PASSED file::name``)."""
+    words = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
+    found: dict[str, list[str]] = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and "::" in parts[0] and parts[1] in words:
+            outcome, name = parts[1], parts[0]
+        elif len(parts) >= 2 and parts[0] in words and "::" in parts[1]:
+            outcome, name = parts[0], parts[1]
+        else:
+            continue
+        name = name.rsplit("::", 1)[-1]
+        if name not in found.setdefault(outcome.lower(), []):
+            found[outcome.lower()].append(name)
+    return found
+
+
 def step_tests(check: Check, cuda: bool) -> None:
+    """The CUDA tests: the eager one under its own cap, then the compiled ones."""
     if not cuda:
         check.record("cuda_tests", True, 0.0, skipped="no CUDA")
         return
-    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-           *CUDA_TESTS]  # fmt: skip
-    ok, seconds, _ = check.run("cuda_tests", cmd, check.cap("cuda_tests"))
-    check.record("cuda_tests", ok, seconds, cuda=cuda)
+    start = time.perf_counter()
+    cap = check.cap("cuda_tests")
+    found: dict[str, list[str]] = {}
+    seconds_of: dict[str, float] = {}
+    oks = []
+    for part, files in CUDA_TESTS.items():
+        spent = time.perf_counter() - start
+        timeout = min(EAGER_TEST_S, cap / 3) if part == "eager" else cap - spent
+        cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-v", "-rA", "-p", "no:cacheprovider",
+               *files]  # fmt: skip
+        ok, seconds, stdout = check.run("cuda_tests", cmd, max(1.0, timeout))
+        oks.append(ok)
+        for outcome, names in _outcomes(stdout).items():
+            found.setdefault(outcome, []).extend(names)
+        seconds_of[f"{part}_s"] = round(seconds, 1)
+    ok = all(oks) and bool(found.get("passed"))
+    check.record("cuda_tests", ok, time.perf_counter() - start, cap_s=round(cap), **found,
+                 **seconds_of,
+                 **({} if ok else {"log_tail": check.log_tail("cuda_tests")}))  # fmt: skip
 
 
 def step_compiled(check: Check, args: list[str], backend: str) -> None:
@@ -365,7 +574,8 @@ def step_compiled(check: Check, args: list[str], backend: str) -> None:
     with tempfile.TemporaryDirectory(prefix="inductor_") as cache:
         env = {"TORCHINDUCTOR_CACHE_DIR": cache}
         for run in ("cold", "warm"):
-            cap = check.cap("bench_compiled") if run == "cold" else check.left() - STOP_S
+            left = check.left()
+            cap = check.cap("bench_compiled") if run == "cold" else left - STOP_S
             if cap < 5:
                 check.record(f"bench_compiled_{run}", False, 0.0, skipped="no time left")
                 continue
@@ -373,46 +583,86 @@ def step_compiled(check: Check, args: list[str], backend: str) -> None:
                                                    backend], cap, env=env)  # fmt: skip
 
 
+def _plan_text(budget: float, steps: tuple[Step, ...]) -> str:
+    caps, left = plan(budget, steps)
+    lines = [f"gpu_check plan: {budget:.0f} s in all, each step under its cap, {STOP_S:.0f} s "
+             "kept back after each to stop it and write its row:"]  # fmt: skip
+    for step in steps:
+        how = (f"fixed {step.fixed:.0f} s" if step.fixed is not None
+               else f"{step.share:.0%} of the time left")  # fmt: skip
+        lines.append(f"  {step.name:<16} cap {caps[step.name]:>5.0f} s  ({how})")
+    lines.append(f"  {'(left over)':<16}     {left:>5.0f} s if every step used its whole cap")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/gpu_check.sh", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("out", type=Path, help="folder for the results (created)")
+    parser.add_argument("out", type=Path, nargs="?", help="folder for the results (created)")
+    parser.add_argument("--bundle", type=Path, default=None,
+                        help="a folder of wheels (scripts/offline_wheels.sh download --have): "
+                        "installed into --site first, inside the budget")  # fmt: skip
+    parser.add_argument("--site", type=Path, default=None,
+                        help="where --bundle is installed (default: a new temporary folder)")
     parser.add_argument("--tiny", action="store_true", help="smoke sizes, any device (CI)")
     parser.add_argument("--budget", type=float, default=540.0,
-                        help="seconds the whole check may take (default 540)")  # fmt: skip
+                        help="seconds the whole check may take, set-up included (default 540)")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the steps and their caps, run nothing")
     parser.add_argument("--keep", type=Path, default=None,
                         help="make the time-to-target run's project copy in this new folder "
                         "and keep it (default: a temporary folder, removed)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.budget < MIN_BUDGET:
         parser.error(f"--budget {args.budget:g}: at least {MIN_BUDGET:g} seconds")
-    check = Check(args.out.resolve(), args.budget)
-    if args.tiny:  # the plan's caps, at the start, fit the budget with their stop margins
-        caps, left = {}, args.budget
-        for step in STEPS:
-            caps[step] = round(plan(left, step), 1)
-            left -= caps[step] + STOP_S
-        check.record("plan", left >= -1e-6 and all(c >= 1 for c in caps.values()), 0.0,
-                     budget=args.budget, caps=caps)  # fmt: skip
-    cuda = step_env(check)
+    if args.bundle is not None and not args.bundle.is_dir():
+        parser.error(f"--bundle {args.bundle}: no such folder")
+    steps = STEPS if args.bundle is not None else tuple(
+        Step("setup", fixed=30.0) if s.name == "setup" else s for s in STEPS)  # fmt: skip
+    if args.plan:
+        print(_plan_text(args.budget, steps))
+        return 0
+    if args.out is None:
+        parser.error("OUT is required (or --plan)")
+    site = None
+    if args.bundle is not None:
+        site = (args.site or Path(tempfile.mkdtemp(prefix="gpu_check_site_"))).resolve()
+    env = {**os.environ, "PYTHONPATH": _python_path(*([site] if site else []), REPO / "src"),
+           "DO_NOT_TRACK": "1", "KEDRO_DISABLE_TELEMETRY": "1"}  # fmt: skip
+    check = Check(args.out.resolve(), args.budget, env, steps)
+    caps, left = plan(args.budget, steps)
+    check.record("plan", left >= -1e-6 and all(c >= 1 for c in caps.values()), 0.0,
+                 budget=args.budget, caps=caps, bundle=str(args.bundle) if args.bundle else None)  # fmt: skip
+    ready = check.guarded("setup", step_setup, check, args.bundle, site)
+    if not ready:
+        for name in ("env", "time_to_target", "bench_eager", "cuda_tests", "bench_compiled"):
+            check.record(name, False, 0.0, skipped="the set-up failed: see setup.log")
+        return 1
+    cuda = bool(check.guarded("env", step_env, check))
     device = "cuda" if cuda else "cpu"
     if args.tiny:
         tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")}}
-        step_run(check, "time_to_target", tiny, sims=2, watch=False, keep=args.keep)
+        check.guarded("time_to_target", step_run, check, "time_to_target", tiny, sims=2,
+                      watch=False, keep=args.keep)  # fmt: skip
         cells = ["selfplay", "--quick", "--sizes", "32"]
-        _bench(check, "bench_eager", [*cells, "--ways", "host_sync,device"],
-               check.cap("bench_eager"))  # fmt: skip
-        step_tests(check, cuda)
-        step_compiled(check, cells, "inductor" if cuda else "eager")
+        check.guarded("bench_eager", lambda: _bench(check, "bench_eager", [
+            *cells, "--ways", "host_sync,device"], check.cap("bench_eager")))  # fmt: skip
+        check.guarded("cuda_tests", step_tests, check, cuda)
+        check.guarded("bench_compiled_cold", step_compiled, check, cells,
+                      "inductor" if cuda else "eager")  # fmt: skip
     else:
-        step_run(check, "time_to_target", {"evaluate.benchmark.sims": [600]}, sims=600,
-                 watch=True, keep=args.keep)  # fmt: skip
+        check.guarded("time_to_target", step_run, check, "time_to_target",
+                      {"evaluate.benchmark.sims": [600]}, sims=600, watch=True, keep=args.keep)  # fmt: skip
         recipe = ["--model", RECIPE["model"], "--sims", RECIPE["sims"]]
-        _bench(check, "bench_eager", ["selfplay", "--sizes", "16384,65536", *recipe, "--ways",
-                                      "host_sync,device"], check.cap("bench_eager"))  # fmt: skip
-        step_tests(check, cuda)
-        step_compiled(check, ["selfplay", "--sizes", "16384", *recipe], "inductor")
+        check.guarded("bench_eager", lambda: _bench(check, "bench_eager", [
+            "selfplay", "--sizes", "16384,65536", *recipe, "--ways", "host_sync,device"],
+            check.cap("bench_eager")))  # fmt: skip
+        check.guarded("cuda_tests", step_tests, check, cuda)
+        check.guarded("bench_compiled_cold", step_compiled, check,
+                      ["selfplay", "--sizes", "16384", *recipe], "inductor")  # fmt: skip
+    if site is not None and args.site is None:
+        shutil.rmtree(site, ignore_errors=True)
     total = time.perf_counter() - check.start
     print(f"gpu_check: {total:.0f} s of a {args.budget:.0f} s budget; {args.out / 'summary.md'}")
     return 0 if all(r["ok"] for r in check.rows if "skipped" not in r) else 1

@@ -1,36 +1,71 @@
-"""The wheels a machine lacks (``scripts/offline_wheels.sh download --have FREEZE``).
+"""The wheels a machine without internet needs (``scripts/offline_wheels.sh download``).
 
-The project's dependencies (less torch; its ``dev`` extra with ``--dev``) are resolved for
-the target (``PYTHON_VERSION``/``PLATFORM``, else this interpreter), with every package the
-machine has pinned to the version it has (FREEZE is its ``pip list --format=freeze``); then
-only the packages it lacks are downloaded, each at the resolved version, with no other
-dependency. Prints the count and the MB.
+    offline_wheels.py download [--have FREEZE] [--python 3.12] [--manylinux 2.28] [--dev]
+                               [--with viz] [--limit-mb 60] [DIR]
+
+The project's dependencies (less torch, which such a machine has with its CUDA build; the
+``dev`` extra with ``--dev``) are resolved for the target: ``--python`` (default: this
+interpreter's version) on x86-64 Linux with every manylinux tag up to ``--manylinux``
+(default 2.28, what torch's own wheels need), whatever Python runs this script. The
+resolution runs with a current pip (25 or newer: it checks ``Requires-Python`` against the
+target, not against the Python that runs it), in an isolated environment when this one's is
+older.
+
+With ``--have FREEZE`` (the machine's ``pip list --format=freeze``) the machine's packages
+are used as they are, never pinned into a failure: the first resolution has no pins, each
+machine package whose version every resolved requirement accepts is then held at it and the
+dependencies resolved again; only the packages the machine lacks are downloaded, each at its
+resolved version with no other dependency (they are installed with ``--no-deps``), and a
+machine version outside a resolved package's range is reported by name ("pyarrow 26.0.1 on
+the machine; mlflow 3.17.2 wants <26: may fail at import"). kedro-viz (and what it alone
+needs) comes only with ``--with viz``: a run does not use it. Without ``--have`` the bundle is
+every dependency, kedro-viz and the build backend included, for ``offline_wheels.sh check``
+and ``install`` (``pip install -e`` from the folder alone).
+
+Prints the count and the size (MiB) of the bundle, and with ``--limit-mb`` whether it fits (exit
+status 1 when it does not). Source-only packages are built into wheels here, so the target
+builds nothing. DIR (default ``.whl``) must hold no other wheels: ``install --target`` takes
+every wheel there.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import venv
 from pathlib import Path
 
 import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
+MIN_PIP = (25, 0)
+VIZ = "kedro-viz"
+"""The one dependency a run does not use (``make viz``): in a ``--have`` bundle only with
+``--with viz``."""
+BUILD = ["setuptools>=61", "wheel"]
+"""The project's build backend: ``pip install -e`` builds it offline from the full bundle."""
 
 
 def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def requirements(dev: bool) -> list[str]:
-    """The project's dependencies (and its ``dev`` extra), less torch: the machine has its own."""
+def requirement_name(requirement: str) -> str:
+    return canonical(re.split(r"[\[<>=~! ;]", requirement.strip())[0])
+
+
+def requirements(dev: bool, viz: bool) -> list[str]:
+    """The project's dependencies (its ``dev`` extra with ``dev``; kedro-viz only with
+    ``viz``), less torch: the machine has its own."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     deps = project["dependencies"] + (project["optional-dependencies"]["dev"] if dev else [])
-    return [d for d in deps if canonical(re.split(r"[\[<>=~! ;]", d)[0]) != "torch"]
+    drop = {"torch"} | (set() if viz else {VIZ})
+    return [d for d in deps if requirement_name(d) not in drop]
 
 
 def have(freeze: Path) -> dict[str, str]:
@@ -43,58 +78,181 @@ def have(freeze: Path) -> dict[str, str]:
     return found
 
 
-def target_args() -> list[str]:
-    """pip's target options from ``PYTHON_VERSION`` and ``PLATFORM`` (none: this Python)."""
-    args = []
-    if os.environ.get("PYTHON_VERSION"):
-        args += ["--python-version", os.environ["PYTHON_VERSION"]]
-    if os.environ.get("PLATFORM"):
-        args += ["--platform", os.environ["PLATFORM"]]
-    return args + (["--only-binary=:all:"] if args else [])
+def target_args(python: str, manylinux: str) -> list[str]:
+    """pip's options for CPython ``python`` on x86-64 Linux with every manylinux tag up to
+    ``manylinux`` (glibc ``major.minor``): binary wheels only, as the target builds nothing."""
+    major, minor = (int(x) for x in manylinux.split("."))
+    tags = [f"manylinux_{major}_{m}_x86_64" for m in range(minor, 4, -1)]
+    tags += ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
+    args = ["--python-version", python, "--implementation", "cp", "--only-binary=:all:"]
+    for tag in tags:
+        args += ["--platform", tag]
+    return args
 
 
-def resolve(reqs: list[str], pins: dict[str, str]) -> dict[str, str]:
-    """``{name: version}`` pip would install for ``reqs`` on the target, ``pins`` held."""
+def pip_command() -> list[str]:
+    """A pip of at least :data:`MIN_PIP`: this interpreter's, or one in an isolated
+    environment made once in the user's cache folder (``~/.cache/connect-zero-pip``)."""
+    version = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True,
+                             text=True).stdout.split()  # fmt: skip
+    if len(version) > 1 and tuple(int(x) for x in version[1].split(".")[:2]) >= MIN_PIP:
+        return [sys.executable, "-m", "pip"]
+    home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "connect-zero-pip"
+    python = home / "bin" / "python"
+    if not python.exists():
+        print(f"offline_wheels: pip {version[1] if len(version) > 1 else '?'} here; a current "
+              f"pip in {home} resolves for the target", flush=True)  # fmt: skip
+        venv.create(home, with_pip=True, clear=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade",
+                        f"pip>={MIN_PIP[0]}"], check=True)  # fmt: skip
+    return [str(python), "-m", "pip"]
+
+
+def resolve(pip: list[str], reqs: list[str], pins: dict[str, str], target: list[str]) -> list[dict]:
+    """What pip would install for ``reqs`` on the target with ``pins`` held: its report's
+    ``install`` items (name, version, ``requires_dist``)."""
     with tempfile.TemporaryDirectory() as tmp:
         constraints = Path(tmp) / "constraints.txt"
-        # A local build (torch's +cu130) or a direct reference is no index's: not a pin.
-        constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()
-                                       if re.fullmatch(r"[0-9][0-9A-Za-z.!]*", v)))  # fmt: skip
+        constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-               "--quiet", "--report", str(report), "-c", str(constraints),
-               "--target", str(Path(tmp) / "target"), *target_args(), *reqs]  # fmt: skip
-        subprocess.run(cmd, check=True)
-        installs = json.loads(report.read_text())["install"]
-    return {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
+        cmd = [*pip, "install", "--dry-run", "--ignore-installed", "--quiet", "--report",
+               str(report), "-c", str(constraints), "--target", str(Path(tmp) / "target"),
+               *target, *reqs]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(res.stderr.strip()[-3000:] or "pip could not resolve")
+        return json.loads(report.read_text())["install"]
+
+
+def _environment(python: str) -> dict[str, str]:
+    """Marker values of CPython ``python`` on x86-64 Linux."""
+    return {"python_version": ".".join(python.split(".")[:2]), "python_full_version":
+            python if python.count(".") == 2 else f"{python}.0",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
+            "platform_machine": "x86_64", "extra": ""}  # fmt: skip
+
+
+def conflicts(installs: list[dict], machine: dict[str, str], python: str) -> list[str]:
+    """The machine's versions that a resolved package's requirement rejects, in words."""
+    from packaging.requirements import Requirement
+    from packaging.version import InvalidVersion, Version
+
+    env = _environment(python)
+    found = []
+    for item in installs:
+        meta = item["metadata"]
+        for text in meta.get("requires_dist") or []:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate(env):
+                continue
+            name = canonical(req.name)
+            if name not in machine or not req.specifier:
+                continue
+            try:
+                ok = req.specifier.contains(Version(machine[name]), prereleases=True)
+            except InvalidVersion:
+                continue
+            if not ok:
+                found.append(f"{name} {machine[name]} on the machine; {meta['name']} "
+                             f"{meta['version']} wants {req.specifier}: may fail at import")  # fmt: skip
+    return sorted(set(found))
+
+
+def held(installs: list[dict], machine: dict[str, str], python: str) -> dict[str, str]:
+    """The machine's packages, among those resolved, whose version every resolved
+    requirement accepts (a local build such as torch's ``+cu130`` is no index's: never held)."""
+    rejected = {c.split(" ", 1)[0] for c in conflicts(installs, machine, python)}
+    names = {canonical(i["metadata"]["name"]) for i in installs}
+    return {n: v for n, v in machine.items() if n in names and n not in rejected
+            and re.fullmatch(r"[0-9][0-9A-Za-z.!]*", v)}  # fmt: skip
+
+
+def download(pip: list[str], wanted: dict[str, str], dest: Path, target: list[str]) -> None:
+    """Each ``name==version`` as a wheel for the target (no dependencies); a package with no
+    such wheel is downloaded as a source and built into a wheel here."""
+    specs = [f"{n}=={v}" for n, v in sorted(wanted.items())]
+    res = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--dest", str(dest), *target,
+                          *specs], capture_output=True, text=True)  # fmt: skip
+    if res.returncode != 0:  # one by one: which ones have no wheel for the target
+        for spec in specs:
+            one = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--dest", str(dest),
+                                  *target, spec], capture_output=True, text=True)  # fmt: skip
+            if one.returncode != 0:
+                subprocess.run([*pip, "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                                "--dest", str(dest), spec], check=True)  # fmt: skip
+    for sdist in [*dest.glob("*.tar.gz"), *dest.glob("*.zip")]:  # the target builds nothing
+        subprocess.run([*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dest),
+                        str(sdist)], check=True)  # fmt: skip
+        sdist.unlink()
+
+
+def wheel_name(path: Path) -> str:
+    return canonical(path.name.split("-")[0])
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2:
-        print("usage: offline_wheels.py FREEZE DIR [--dev]", file=sys.stderr)
-        return 2
-    freeze, dest, dev = Path(argv[0]), Path(argv[1]), "--dev" in argv[2:]
-    if not freeze.is_file():
-        print(f"offline_wheels: --have {freeze}: no such file (the GPU machine's "
-              "`pip list --format=freeze`)", file=sys.stderr)  # fmt: skip
-        return 2
-    pins = have(freeze)
-    needed = resolve(requirements(dev), pins)
-    lacking = sorted((n, v) for n, v in needed.items() if n not in pins)
+    parser = argparse.ArgumentParser(prog="scripts/offline_wheels.sh download",
+                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser.add_argument("dir", nargs="?", type=Path, default=REPO / ".whl")
+    parser.add_argument("--have", type=Path, help="the machine's `pip list --format=freeze`")
+    parser.add_argument("--python", default=".".join(map(str, sys.version_info[:2])),
+                        help="the machine's Python, e.g. 3.12 (default: this one's)")  # fmt: skip
+    parser.add_argument("--manylinux", default="2.28",
+                        help="the newest manylinux the machine's glibc accepts (default 2.28)")
+    parser.add_argument("--dev", action="store_true", help="also the dev extra (pytest, ...)")
+    parser.add_argument("--with", dest="extra", action="append", default=[], choices=["viz"],
+                        help="viz: also kedro-viz (a --have bundle leaves it out)")  # fmt: skip
+    parser.add_argument("--limit-mb", type=float, default=None,
+                        help="say whether the bundle fits this many MiB (exit 1 if not)")
+    args = parser.parse_args(argv)
+    if not re.fullmatch(r"3\.\d+(\.\d+)?", args.python):
+        parser.error(f"--python {args.python!r}: a CPython version such as 3.12")
+    if not re.fullmatch(r"2\.\d+", args.manylinux):
+        parser.error(f"--manylinux {args.manylinux!r}: a glibc version such as 2.28")
+    machine: dict[str, str] = {}
+    if args.have is not None:
+        if not args.have.is_file():
+            print(f"offline_wheels: --have {args.have}: no such file (the GPU machine's "
+                  "`pip list --format=freeze`)", file=sys.stderr)  # fmt: skip
+            return 2
+        machine = have(args.have)
+    viz = args.have is None or "viz" in args.extra
+    reqs = requirements(args.dev or args.have is None, viz)
+    if args.have is None:
+        reqs += BUILD
+    target = target_args(args.python, args.manylinux)
+    pip = pip_command()
+    first = resolve(pip, reqs, {}, target)
+    try:
+        installs = resolve(pip, reqs, held(first, machine, args.python), target) if machine else first
+    except RuntimeError:  # the held versions conflict among themselves: the first resolution
+        installs = first
+    needed = {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
+    lacking = {n: v for n, v in needed.items() if n not in machine and n != "torch"}
+    dest = args.dir.resolve()
     dest.mkdir(parents=True, exist_ok=True)
-    if lacking:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                        "--dest", str(dest), *target_args(),
-                        *(f"{n}=={v}" for n, v in lacking)], check=True)  # fmt: skip
-    for sdist in [*dest.glob("*.tar.gz"), *dest.glob("*.zip")]:  # the target builds nothing
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                        "--wheel-dir", str(dest), str(sdist)], check=True)  # fmt: skip
-        sdist.unlink()
-    wheels = sorted(dest.glob("*.whl"))
-    size = sum(w.stat().st_size for w in wheels) / 1e6
+    others = sorted(w.name for w in dest.glob("*.whl") if wheel_name(w) not in lacking)
+    if others:
+        print(f"offline_wheels: {dest} holds {len(others)} wheels of no part of this bundle "
+              f"({', '.join(others[:5])}{', ...' if len(others) > 5 else ''}): install "
+              "--target takes every wheel there; remove them or name another folder",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    download(pip, lacking, dest, target)
+    wheels = sorted(w for w in dest.glob("*.whl") if wheel_name(w) in lacking)
+    size = sum(w.stat().st_size for w in wheels) / 2**20
+    for line in conflicts(installs, machine, args.python):
+        print(f"offline_wheels: {line}")
     kept = len(needed) - len(lacking)
-    print(f"{len(wheels)} wheels, {size:.0f} MB, in {dest}: what the machine lacks of "
-          f"{len(needed)} packages ({kept} it has; torch is its own)")  # fmt: skip
+    print(f"{len(wheels)} wheels, {size:.1f} MiB, in {dest}: for Python {args.python} "
+          f"(manylinux <= {args.manylinux}), what the machine lacks of {len(needed)} packages "
+          f"({kept} it has; torch is its own)")  # fmt: skip
+    if args.limit_mb is not None:
+        fits = size <= args.limit_mb
+        print(f"{'fits' if fits else 'does NOT fit'} the {args.limit_mb:g} MiB limit"
+              + ("" if fits else f" (over by {size - args.limit_mb:.1f} MiB)"))  # fmt: skip
+        return 0 if fits else 1
     return 0
 
 

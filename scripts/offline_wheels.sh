@@ -2,11 +2,15 @@
 # Wheels for a GPU machine without internet (docs/gpu.md): everything the project needs
 # except torch, which such a machine has with its CUDA build.
 #
-#   scripts/offline_wheels.sh download [DIR]   on a connected machine: into DIR (.whl/)
-#   scripts/offline_wheels.sh download --have FREEZE [--dev] [DIR]
-#                                              only what the GPU machine lacks: FREEZE is its
-#                                              `pip list --format=freeze` (no dev extra unless
-#                                              --dev); prints the count and the MB
+#   scripts/offline_wheels.sh download --have FREEZE --python 3.12 [--limit-mb 40] [DIR]
+#                                    on a connected machine, any Python: only what the GPU
+#                                    machine lacks (FREEZE: its `pip list --format=freeze`),
+#                                    for its Python and every manylinux tag up to --manylinux
+#                                    (2.28); no kedro-viz unless --with viz, no dev extra unless
+#                                    --dev; prints the count, the MiB and whether they fit
+#   scripts/offline_wheels.sh download [DIR]
+#                                    every dependency (dev extra and kedro-viz included), for
+#                                    a venv made from DIR alone (check, install)
 #   scripts/offline_wheels.sh check [DIR]      a clean venv installs the project from DIR
 #                                              alone (--no-index): the list is complete
 #   scripts/offline_wheels.sh install [DIR]    on the GPU machine: .venv (with the machine's
@@ -15,60 +19,26 @@
 #                                              where no venv can be made: every wheel of DIR
 #                                              into TARGET (--no-deps); prints the PYTHONPATH
 #
-# A GPU machine with another Python or platform: download with, for example,
-#   PYTHON_VERSION=3.10 PLATFORM=manylinux_2_28_x86_64 scripts/offline_wheels.sh download
-# (a second pass takes binary wheels for that target; source-only packages are built
-# into pure-Python wheels here first, so the target builds nothing).
+# DIR is .whl/ by default. scripts/gpu_check.sh OUT --bundle DIR installs a bundle itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd=${1:-}
 shift || true
-freeze="" target="" dev=""
+py=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+if [ "$cmd" = download ]; then
+  exec "$py" scripts/offline_wheels.py "$@"
+fi
+target=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --have) freeze=$(realpath -m "${2:?--have needs a file: pip list --format=freeze of the GPU machine}"); shift 2 ;;
     --target) target=$(realpath -m "${2:?--target needs a folder}"); shift 2 ;;
-    --dev) dev=--dev; shift ;;
     -*) echo "offline_wheels: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
 done
 dir=$(realpath -m "${1:-.whl}")
-py=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
-
-requirements() {  # the project's dependencies and its dev extra (pytest), less torch
-  "$py" - <<'PY'
-import re, tomllib
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-for dep in project["dependencies"] + project["optional-dependencies"]["dev"]:
-    if re.split(r"[\[<>=~! ]", dep)[0] != "torch":
-        print(dep)
-PY
-  echo "setuptools>=61"  # the project's build backend: pip install -e builds it offline
-  echo "wheel"
-}
 
 case "$cmd" in
-download)
-  if [ -n "$freeze" ]; then
-    exec "$py" scripts/offline_wheels.py "$freeze" "$dir" $dev
-  fi
-  mkdir -p "$dir"
-  reqs="$dir/requirements.txt"
-  requirements > "$reqs"
-  "$py" -m pip download --quiet --dest "$dir" -r "$reqs"
-  # Source-only packages become wheels now: the target then needs no compiler or backend.
-  shopt -s nullglob
-  for sdist in "$dir"/*.tar.gz "$dir"/*.zip; do
-    "$py" -m pip wheel --quiet --no-deps --wheel-dir "$dir" "$sdist" && rm "$sdist"
-  done
-  if [ -n "${PYTHON_VERSION:-}${PLATFORM:-}" ]; then
-    "$py" -m pip download --quiet --dest "$dir" --find-links "$dir" --only-binary=:all: \
-      ${PYTHON_VERSION:+--python-version "$PYTHON_VERSION"} ${PLATFORM:+--platform "$PLATFORM"} \
-      -r "$reqs"
-  fi
-  echo "$(ls "$dir"/*.whl | wc -l) wheels, $(du -sh "$dir" | cut -f1), in $dir"
-  ;;
 check)
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT

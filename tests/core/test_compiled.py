@@ -205,6 +205,12 @@ def test_on_cuda_the_compiled_captured_search_plays_the_eager_games():
     cpu = search(state, pure_fn, cfg, gumbel=gumbel)
     assert torch.equal(result.visit_counts.cpu(), cpu.visit_counts)
     assert torch.equal(result.action.cpu(), cpu.action)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_cuda_compiled_self_play_plays_the_eager_games():
+    cuda = torch.device("cuda")
     torch.manual_seed(0)
     model = build_model("tiny")
     sp = SelfPlayConfig(num_games=64, moves_per_gen=12, mcts=dataclasses.replace(SEARCH, sims=8))
