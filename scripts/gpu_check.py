@@ -603,13 +603,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bundle", type=Path, default=None,
                         help="a folder of wheels (scripts/offline_wheels.sh download --have): "
                         "installed into --site first, inside the budget")  # fmt: skip
-    parser.add_argument("--site", type=Path, default=None,
-                        help="where --bundle is installed (default: a new temporary folder)")
+    parser.add_argument(
+        "--site",
+        type=Path,
+        default=None,
+        help="where --bundle is installed (default: a new temporary folder)",
+    )
     parser.add_argument("--tiny", action="store_true", help="smoke sizes, any device (CI)")
-    parser.add_argument("--budget", type=float, default=540.0,
-                        help="seconds the whole check may take, set-up included (default 540)")
-    parser.add_argument("--plan", action="store_true",
-                        help="print the steps and their caps, run nothing")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=540.0,
+        help="seconds the whole check may take, set-up included (default 540)",
+    )
+    parser.add_argument(
+        "--plan", action="store_true", help="print the steps and their caps, run nothing"
+    )
     parser.add_argument("--keep", type=Path, default=None,
                         help="make the time-to-target run's project copy in this new folder "
                         "and keep it (default: a temporary folder, removed)")  # fmt: skip

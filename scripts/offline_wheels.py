@@ -198,13 +198,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--have", type=Path, help="the machine's `pip list --format=freeze`")
     parser.add_argument("--python", default=".".join(map(str, sys.version_info[:2])),
                         help="the machine's Python, e.g. 3.12 (default: this one's)")  # fmt: skip
-    parser.add_argument("--manylinux", default="2.28",
-                        help="the newest manylinux the machine's glibc accepts (default 2.28)")
+    parser.add_argument(
+        "--manylinux",
+        default="2.28",
+        help="the newest manylinux the machine's glibc accepts (default 2.28)",
+    )
     parser.add_argument("--dev", action="store_true", help="also the dev extra (pytest, ...)")
     parser.add_argument("--with", dest="extra", action="append", default=[], choices=["viz"],
                         help="viz: also kedro-viz (a --have bundle leaves it out)")  # fmt: skip
-    parser.add_argument("--limit-mb", type=float, default=None,
-                        help="say whether the bundle fits this many MiB (exit 1 if not)")
+    parser.add_argument(
+        "--limit-mb",
+        type=float,
+        default=None,
+        help="say whether the bundle fits this many MiB (exit 1 if not)",
+    )
     args = parser.parse_args(argv)
     if not re.fullmatch(r"3\.\d+(\.\d+)?", args.python):
         parser.error(f"--python {args.python!r}: a CPython version such as 3.12")
@@ -225,7 +232,9 @@ def main(argv: list[str]) -> int:
     pip = pip_command()
     first = resolve(pip, reqs, {}, target)
     try:
-        installs = resolve(pip, reqs, held(first, machine, args.python), target) if machine else first
+        installs = (
+            resolve(pip, reqs, held(first, machine, args.python), target) if machine else first
+        )
     except RuntimeError:  # the held versions conflict among themselves: the first resolution
         installs = first
     needed = {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
