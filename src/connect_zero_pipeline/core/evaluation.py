@@ -282,25 +282,54 @@ def gate(vs_previous: dict[str, float], config: EvaluateConfig) -> tuple[float, 
     return score, (not config.gating) or score >= config.gate_threshold
 
 
+def previous_match(
+    new_fn: EvaluateFn,
+    old_fn: EvaluateFn,
+    config: EvaluateConfig,
+    *,
+    generation: int,
+    device: torch.device,
+) -> dict[str, float]:
+    """The match of the new network against the previous generation's (both MCTS agents of
+    ``config.previous``, opened by random moves) and the gate's verdict: ``previous.*``,
+    ``gate.score`` and ``gate.accepted`` (1.0 when the new model replaces the previous one:
+    always without gating)."""
+    seed = mix_seed(config.seed, generation)
+    match = config.previous
+    new_agent = RandomOpening(MCTSPlayer(new_fn, match.mcts), match.opening_plies)
+    old_agent = RandomOpening(MCTSPlayer(old_fn, match.mcts), match.opening_plies)
+    vs_prev = win_rates(new_agent, old_agent, match.num_games, seed + 1, device)
+    metrics = {f"previous.{k}": v for k, v in vs_prev.items()}
+    score, accepted = gate(vs_prev, config)
+    metrics["gate.accepted"] = float(accepted)
+    metrics["gate.score"] = score
+    return metrics
+
+
 def evaluate_candidate(
     candidate: torch.nn.Module,
     new_fn: EvaluateFn,
-    old_fn: EvaluateFn,
     positions: pd.DataFrame,
     public_sets: dict[str, pd.DataFrame],
     config: EvaluateConfig,
     *,
     generation: int,
     device: torch.device,
-) -> tuple[bool, dict[str, float]]:
-    """Measure a generation's candidate network; returns whether it is accepted, and metrics.
+    match: dict[str, float] | None = None,
+    old_fn: EvaluateFn | None = None,
+) -> dict[str, float]:
+    """Measure a generation's candidate network: its scorecard.
 
-    ``new_fn`` and ``old_fn`` evaluate the candidate's and the previous model's network
-    for the searches. Metrics: ``solver.*`` (the network alone on ``positions``),
-    ``punisher.policy.*`` and ``punisher.mcts.*`` (against RandomPunisher),
-    ``previous.*``, ``gate.accepted``, ``gate.score``, and for each public set
-    ``bench.<set>.<agent>.strict_acc`` and ``.weak_mistake_rate``.
+    ``new_fn`` evaluates the candidate's network for the searches. Metrics: ``solver.*``
+    (the network alone on ``positions``), ``punisher.policy.*`` and ``punisher.mcts.*``
+    (against RandomPunisher), the :func:`previous_match` (``previous.*``, ``gate.*``: given as
+    ``match`` when the gate has played it, else played here with ``old_fn``, the previous
+    model's network), and for each public set ``bench.<set>.<agent>.strict_acc`` and
+    ``.weak_mistake_rate``. Every part is seeded by ``config.seed`` and ``generation``
+    alone, so the figures do not depend on what runs before or beside it.
     """
+    if (match is None) == (old_fn is None):
+        raise ValueError("evaluate_candidate takes either the gate's match or old_fn")
     seed = mix_seed(config.seed, generation)
     network_fn = torch_evaluate_fn(candidate, device)
     metrics = {f"solver.{k}": v for k, v in solver_set_metrics(network_fn, positions).items()}
@@ -310,14 +339,9 @@ def evaluate_candidate(
     for name, player in players:
         for k, v in win_rates(player, punisher, config.num_games, seed, device).items():
             metrics[f"punisher.{name}.{k}"] = v
-    match = config.previous
-    new_agent = RandomOpening(MCTSPlayer(new_fn, match.mcts), match.opening_plies)
-    old_agent = RandomOpening(MCTSPlayer(old_fn, match.mcts), match.opening_plies)
-    vs_prev = win_rates(new_agent, old_agent, match.num_games, seed + 1, device)
-    metrics.update({f"previous.{k}": v for k, v in vs_prev.items()})
-    score, accepted = gate(vs_prev, config)
-    metrics["gate.accepted"] = float(accepted)
-    metrics["gate.score"] = score
+    if match is None:
+        match = previous_match(new_fn, old_fn, config, generation=generation, device=device)
+    metrics.update(match)
     agents = {"network": None} | {
         f"mcts{n}": dataclasses.replace(config.mcts, sims=n) for n in config.benchmark.sims
     }
@@ -326,4 +350,4 @@ def evaluate_candidate(
             scores = set_scores(labelled, network_fn, new_fn, mcts)
             for k in ("strict_acc", "weak_mistake_rate"):
                 metrics[f"bench.{name}.{agent}.{k}"] = scores.get(k, float("nan"))
-    return accepted, metrics
+    return metrics

@@ -3,7 +3,7 @@
 Kedro pipelines are DAGs, so the AlphaZero generations and the REINFORCE
 chunks are unrolled when the registry builds the pipelines, and a few
 *structural* parameters fix their shape (``alphazero.num_generations``,
-``train.buffer_gens``, ``reinforce.num_chunks``). The registry reads them from the
+``train.buffer_gens``, ``evaluate.gating``, ``reinforce.num_chunks``). The registry reads them from the
 configuration of the session that runs: :class:`~..session.ProjectSession` reads its
 merged parameters (base + env + ``--params``) with its own config loader, and builds its
 pipelines inside :func:`reading`. Outside a session (``kedro registry``, kedro-viz,
@@ -57,7 +57,8 @@ def section(name: str) -> Any:
     return section_of(_built_from(), name)
 
 
-STRUCTURAL = ("alphazero.num_generations", "train.buffer_gens", "reinforce.num_chunks")
+STRUCTURAL = ("alphazero.num_generations", "train.buffer_gens", "evaluate.gating",
+              "reinforce.num_chunks")  # fmt: skip
 """The parameters that shape the unrolled DAGs."""
 
 

@@ -1,14 +1,18 @@
-"""``alphazero``: init_model, N generations of self_play -> train -> evaluate, then export.
+"""``alphazero``: init_model, N generations of self_play -> train (-> gate), their scorecards,
+then export.
 
 The loop is unrolled at registry time (``docs/architecture.md``, "The generation loop"). Generation ``k`` lives in
 the namespace ``gen_{k:03d}``:
 
 - ``gen_k.self_play``: ``gen_{k-1}.model`` -> ``gen_k.games``, ``gen_k.selfplay_metrics``
-- ``gen_k.train``: ``gen_{k-1}.model`` + ``gen_{k-B+1..k}.games`` -> ``gen_k.candidate``, ``gen_k.train_metrics``
+- ``gen_k.train``: ``gen_{k-1}.model`` + ``gen_{k-B+1..k}.games`` -> ``gen_k.model``
+  (with ``evaluate.gating``: ``gen_k.candidate``), ``gen_k.train_metrics``
   (``gen_000.games``, a start run's replay window or nothing, in the first ``B - 1`` windows)
-- ``gen_k.evaluate``: ``gen_k.candidate``, ``gen_{k-1}.model``, ``pons_positions``,
-  ``public_sets_labelled`` -> ``gen_k.model`` (the candidate, or the previous model when gating rejects it),
-  ``gen_k.eval_metrics``
+- with gating, ``gen_k.gate``: ``gen_k.candidate``, ``gen_{k-1}.model`` -> ``gen_k.model`` (the
+  candidate, or the previous model when the match rejects it), ``gen_k.gate_match``
+- ``gen_k.evaluate`` (the scorecard, a leaf: no later generation waits for it):
+  ``gen_k.model`` and ``gen_{k-1}.model`` (with gating: ``gen_k.candidate`` and
+  ``gen_k.gate_match``), ``pons_positions``, ``public_sets_labelled`` -> ``gen_k.eval_metrics``
 
 Dataset factories in ``catalog.yml`` make each of these a versioned entry. Before the
 first generation, ``label_public_sets`` labels the public position sets (catalog entry
@@ -64,9 +68,9 @@ def publish_pipeline(num_generations: int) -> Pipeline:
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    num_generations, buffer_gens = structure()
+    num_generations, buffer_gens, gating = structure()
     pipe = init_pipeline()
     for k in range(1, num_generations + 1):
-        pipe += generation_pipeline(k, num_generations, buffer_gens)
+        pipe += generation_pipeline(k, num_generations, buffer_gens, gating)
     pipe += report_pipeline(num_generations) + publish_pipeline(num_generations)
     return pipe + create_export()
