@@ -150,7 +150,10 @@ KEDRO_RESUME_HINTS = ("You can resume the pipeline run", "No nodes ran. Repeat t
 """Kedro's runner's advice after a failure (``--from-nodes ...``, or run again): either would
 start a new run. The project prints its own, ``make resume RUN=<id>`` (:func:`_run`)."""
 RUNNERS = ("kedro.runner.sequential_runner", "kedro.runner.thread_runner",
-           "kedro.runner.parallel_runner")  # fmt: skip
+           "kedro.runner.parallel_runner", "connect_zero_pipeline.runner")  # fmt: skip
+RECIPE_RUNNER = "connect_zero_pipeline.runner.RecipeRunner"
+"""What ``run`` hands Kedro when no ``--runner`` is given: the session then runs with the
+recipe's runner (``alphazero.overlap``: :mod:`.runner`)."""
 
 
 def tidy_logs(verbose: bool, stream=None) -> None:
@@ -186,6 +189,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         in_project("."), kwargs.get("params") or {}, kwargs.get("env")
     )
     check_names(kwargs.get("env"), kwargs.get("conf_source"), pipelines)
+    kwargs["runner"] = kwargs.get("runner") or RECIPE_RUNNER  # the session picks the recipe's
     tidy_logs(verbose)
     try:
         return _kedro_run.callback(**kwargs)

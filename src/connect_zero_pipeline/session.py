@@ -95,6 +95,7 @@ class ProjectSession(KedroSession):
                 check_filters(params, kwargs)
                 self._prepare_store(root)
                 self.life.begin(run)
+                kwargs["runner"] = chosen_runner(kwargs.get("runner"), run.params)
                 with reopening(run.mlflow_parent):
                     result = super().run(*args, **kwargs)
             self.life.finish()
@@ -141,6 +142,19 @@ class ProjectSession(KedroSession):
                 why = store_line(exc) or " ".join(str(exc).split())[:300]
                 log.warning("%s could not record the failure: %s", type(hook).__name__, why)
         self.life.fail(error)
+
+
+def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
+    """The runner a run uses: the one ``kedro run --runner`` named, else the recipe's
+    (:func:`.runner.recipe_runner`: ``kedro run`` without ``--runner`` passes a
+    :class:`.runner.RecipeRunner`, a direct ``session.run()`` none)."""
+    from .runner import RecipeRunner, recipe_runner
+
+    if runner is None:
+        return recipe_runner(params)
+    if type(runner) is RecipeRunner:
+        return recipe_runner(params, runner.async_io)
+    return runner
 
 
 def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:

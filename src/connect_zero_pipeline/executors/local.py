@@ -153,8 +153,15 @@ _STEPS = None
 initializer, :func:`_init_shard_worker`: a queue reaches a spawned process only as it starts)."""
 _CANCELLED = None
 """In a self-play worker: the event its pool's owner sets when a generation failed or was
-interrupted; a shard that starts after it plays nothing. (A worker still starting when a
-Ctrl-C came ignored it, and would otherwise play its whole shard before the run could end.)"""
+interrupted; a shard that starts after it plays nothing, and one playing stops at its next
+step. (A worker still starting when a Ctrl-C came ignored it, and a worker the interrupt did
+not reach, as when a run's other threads stop it, would otherwise play its whole shard
+before the run could end.)"""
+
+
+class ShardCancelled(Exception):
+    """A shard stopped at a step because its generation was given up (failed or interrupted
+    elsewhere): its pool's owner ignores it."""
 
 
 def _init_shard_worker(parent: int, steps, cancelled) -> None:
@@ -170,11 +177,12 @@ def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int,
     once the generation was given up (``_CANCELLED``)."""
     if _CANCELLED is not None and _CANCELLED.is_set():
         return None, {"compile_s": 0.0}
-    report = None
-    if report_steps:
-        slots = len(shard_slots(config.num_games, shard, shards))
+    slots = len(shard_slots(config.num_games, shard, shards))
 
-        def report(done: int, total: int) -> None:  # env steps of this shard's slots
+    def report(done: int, total: int) -> None:  # after each env step of this shard's slots
+        if _CANCELLED is not None and _CANCELLED.is_set():  # given up: stop at this step
+            raise ShardCancelled(f"shard {shard} of generation {generation}: given up")
+        if report_steps:
             _STEPS.put(slots)
 
     stats: dict = {}
@@ -184,7 +192,7 @@ def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int,
         generation=generation,
         shard_index=shard,
         num_shards=shards,
-        progress=report or False,
+        progress=report,
         stats=stats,
         **node.shard_kwargs(torch.device("cpu")),
     )

@@ -78,3 +78,39 @@ def test_a_plain_kedro_session_refuses_a_start_it_would_ignore(kedro_project):
     ):
         session.load_context()
     assert store_untouched(kedro_project)
+
+
+def _ancestors(pipe, name: str) -> set[str]:
+    """Every node ``name`` waits for, directly or not."""
+    parents = {n.name: {p.name for p in ps} for n, ps in pipe.node_dependencies.items()}
+    seen, todo = set(), [name]
+    while todo:
+        for parent in parents[todo.pop()] - seen:
+            seen.add(parent)
+            todo.append(parent)
+    return seen
+
+
+@pytest.mark.parametrize("gating", [False, True])
+def test_the_scorecard_is_off_the_loops_path_and_only_the_gate_is_on_it(kedro_project, gating):
+    pipe = _alphazero(kedro_project, params={"alphazero": {"num_generations": 3},
+                                             "evaluate": {"gating": gating}})  # fmt: skip
+    for k in (2, 3):
+        waits_for = _ancestors(pipe, f"gen_{k:03d}.self_play")
+        stages = {name.split(".", 1)[1] for name in waits_for if name.startswith("gen_00")}
+        assert not {n for n in waits_for if n.endswith(".evaluate")}, waits_for
+        assert stages == ({"self_play", "train", "gate", "init_model", "start_games"} if gating
+                          else {"self_play", "train", "init_model", "start_games"})  # fmt: skip
+        assert "label_public_sets" not in waits_for  # only the scorecards need the labels
+    evaluate = next(n for n in pipe.nodes if n.name == "gen_002.evaluate")
+    node_names = {n.name for n in pipe.nodes}
+    assert ("gen_002.gate" in node_names) == gating
+    if gating:  # the scorecard takes the gate's match; the gate writes the model
+        assert set(evaluate.inputs) >= {"gen_002.candidate", "gen_002.gate_match"}
+        gate = next(n for n in pipe.nodes if n.name == "gen_002.gate")
+        assert set(gate.outputs) == {"gen_002.model", "gen_002.gate_match"}
+    else:  # the scorecard plays the previous model itself; train writes the model
+        assert set(evaluate.inputs) >= {"gen_002.model", "gen_001.model"}
+        train = next(n for n in pipe.nodes if n.name == "gen_002.train")
+        assert "gen_002.model" in train.outputs
+    assert evaluate.outputs == ["gen_002.eval_metrics"]
