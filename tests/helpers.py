@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -330,3 +331,52 @@ def command(*argv: str, stdin: str = "") -> tuple[int, str, str]:
     finally:
         sys.stdin = before
     return status, out.getvalue(), err.getvalue()
+
+
+def wheel_from_installed(name: str, dest: Path) -> Path:
+    """A wheel of installed distribution ``name``, made from its installed files and its own
+    tags (its ``WHEEL`` file): what a package index would serve, with no index. Scripts and
+    byte-code are left out (an installer makes them)."""
+    import base64
+    import hashlib
+    import importlib.metadata
+    import zipfile
+
+    dist = importlib.metadata.distribution(name)
+    info = next(f for f in dist.files if f.name == "METADATA").parent  # <name>-<v>.dist-info
+    tags = [line.split(":", 1)[1].strip() for line in dist.read_text("WHEEL").splitlines()
+            if line.startswith("Tag:")]  # fmt: skip
+    stem = info.name.removesuffix(".dist-info")
+    path = dest / f"{stem}-{tags[0]}.whl"
+    record = []
+    skip = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as wheel:
+        for file in dist.files:
+            rel = str(file)
+            if (
+                rel.startswith("..")
+                or "__pycache__" in rel
+                or (file.parent == info and file.name in skip)
+            ):
+                continue
+            data = Path(dist.locate_file(file)).read_bytes()
+            wheel.writestr(rel, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{rel},sha256={digest.decode()},{len(data)}")
+        record.append(f"{info}/RECORD,,")
+        wheel.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def checkout_copy(dest: Path) -> Path:
+    """The project's files as a machine without git's ignored ones gets them (a ``git
+    archive``, or the device tool's copy): tracked and untracked-not-ignored files only, so
+    no ``node_modules``, ``.venv`` or ``data`` outputs."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    for rel in filter(None, listed):
+        source = REPO / rel
+        if source.is_file():  # a file deleted from the work tree is still listed
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest

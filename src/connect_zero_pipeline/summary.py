@@ -156,7 +156,7 @@ def render(
         lines += ["", "### Ladder ratings (Elo)", "", *ratings]
     if paths:
         lines += ["", "### Files", ""]
-        lines += [f"- {label}: `{path}`" for label, path in paths.items()]
+        lines += [f"- {label}: `{path}`{_note(label, path)}" for label, path in paths.items()]
     have = set(paths) | ({"generation"} if generation is not None else set())
     lines += ["", "### Next", ""]
     lines += [
@@ -249,6 +249,16 @@ def _ratings(catalog) -> list[str] | None:
     except Exception as exc:  # the summary goes on without it
         log.warning("No ratings in the summary: %s", exc)
         return None
+
+
+def _note(label: str, path: str) -> str:
+    """What a file line adds: a play page exported without onnxruntime-web says so."""
+    if label == OUTPUT_FILES["play_page"] and Path(path).is_dir():
+        from . import web
+
+        if not web.has_runtime(Path(path)):
+            return f" (without onnxruntime-web, not fetched here: {web.WHOLE_LATER})"
+    return ""
 
 
 def _path(dataset) -> str | None:

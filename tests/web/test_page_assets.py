@@ -50,3 +50,35 @@ def test_the_page_search_uses_the_python_search_constants():
     assert float(re.search(r"const C_PUCT = ([0-9.]+);", app).group(1)) == MCTSConfig.c_puct
     decay = float(re.search(r"const WIN_DECAY = ([0-9.]+);", app).group(1))
     assert decay == MCTSConfig.win_decay
+
+
+def test_a_page_exported_without_the_runtime_is_served_with_this_machines(tmp_path, monkeypatch):
+    """A machine without onnxruntime-web (offline) exports the page without it; the page
+    server adds this machine's, or says before it starts that it cannot."""
+    import threading
+    import urllib.request
+
+    from connect_zero_pipeline.commands.page import PlayError, make_server
+
+    page = tmp_path / "play"
+    page.mkdir()
+    for name, content in web.page_files(b"onnx", {"opset": 18}, None).items():
+        (page / name).write_bytes(content)
+    assert not web.has_runtime(page)
+    assert json.loads((page / "model.json").read_text())["onnxruntime_web"] is None
+    server = make_server(page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        for name in web.ORT_FILES:
+            with urllib.request.urlopen(base + name) as answer:
+                assert answer.read() == (web.ort_web_dist() / name).read_bytes(), name
+        with urllib.request.urlopen(base + "model.onnx") as answer:  # the page's own files
+            assert answer.read() == b"onnx"
+    finally:
+        server.shutdown()
+        server.server_close()
+    monkeypatch.setattr(web, "DEFAULT_DIST", tmp_path / "not-fetched")
+    with pytest.raises(PlayError, match=r"play was exported without onnxruntime-web, and "
+                       r"onnxruntime-web files .* are missing .*npm ci --prefix"):  # fmt: skip
+        make_server(page)

@@ -78,11 +78,14 @@ def model():
 
 @pytest.fixture(scope="module")
 def page_url(model, tmp_path_factory):
-    """The page of ``model``, served by ``python -m connect_zero_pipeline play --web``."""
+    """The page of ``model``, served by ``python -m connect_zero_pipeline play --web``: a page
+    exported where onnxruntime-web was not fetched (an offline GPU machine), which the server
+    makes whole with this machine's."""
     folder = tmp_path_factory.mktemp("play")
     data = export_onnx(model)
-    for name, content in web.page_files(data, onnx_info(data)).items():
+    for name, content in web.page_files(data, onnx_info(data), None).items():
         (folder / name).write_bytes(content)
+    assert not any((folder / name).exists() for name in web.ORT_FILES)
     server = subprocess.Popen(
         [
             sys.executable,

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m connect_zero_pipeline curve [--run ID] [--project DIR]
+    python -m connect_zero_pipeline curve [--run ID] [--project DIR] [--times]
 
 Prints which run it shows first (its id, pipelines, generations, start, and the model it
 started from, as resolved when it began: run, generation, registered version), then reads
@@ -15,6 +15,9 @@ entropy, value sign accuracy, win rates against RandomPunisher (network alone
 and MCTS), the score against the previous generation, the self-play positions,
 the seconds of self-play (of which compiling the search, where it was compiled), training
 and evaluation, and their running sum. The table in ``docs/results.md`` is this output.
+``--times`` adds when each generation's model and its scorecard were written, in seconds
+since the run started: with ``alphazero.overlap`` the stages overlap, so the running sum is
+not the wall time, and a scorecard is written after the next generations' models.
 """
 
 from __future__ import annotations
@@ -59,10 +62,37 @@ def _cell(value, key: str) -> str:
     return f"{value:.3f}"
 
 
-def curve_table(project: Path, run_id: str | None) -> str:
+WRITTEN = (
+    ("model at s", "data/06_models/{gen}/model.pt/{run}/model.pt"),
+    ("scorecard at s", "data/08_reporting/{gen}/eval_metrics.json/{run}/eval_metrics.json"),
+)
+"""``--times``: the columns, and the files whose times they read."""
+
+
+def _started(project: Path, run_id: str | None) -> float | None:
+    """When run ``run_id`` started (its manifest's ``started``), as a POSIX time."""
+    import datetime
+
+    from ..run.manifest import known_runs, read_manifest
+
+    if run_id is None or run_id not in known_runs(project):
+        return None
+    started = read_manifest(project, run_id).get("started")
+    try:
+        return datetime.datetime.strptime(started, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     """The Markdown table of run ``run_id`` (None: the newest versions) in ``project``; a
     column with no value in any generation (a run made before its metric, or self-play not
-    compiled) is left out."""
+    compiled) is left out. ``times``: when each generation's model and scorecard were
+    written, seconds since the run started."""
+    from ..naming import generation_name
+
+    columns = COLUMNS + ([(title, None) for title, _ in WRITTEN] if times else [])
+    start = _started(project, run_id) if times else None
     rows = []
     k, so_far = 1, 0.0
     while True:
@@ -77,9 +107,13 @@ def curve_table(project: Path, run_id: str | None) -> str:
         cells = [str(k)]
         timed = [flat.get(key) for key in TIMED]
         so_far = None if so_far is None or None in timed else so_far + sum(timed)
-        for title, key in COLUMNS[1:]:
+        for title, key in columns[1:]:
             if title == "s so far":
                 cells.append(_cell(so_far, "seconds"))
+            elif title in dict(WRITTEN):
+                path = project / dict(WRITTEN)[title].format(gen=generation_name(k), run=run_id)
+                at = path.stat().st_mtime - start if start and path.is_file() else None
+                cells.append(_cell(at, "seconds"))
             elif title == "begin / middle / end":
                 cells.append(
                     " / ".join(
@@ -94,8 +128,8 @@ def curve_table(project: Path, run_id: str | None) -> str:
         raise SystemExit(
             f"no generation metrics of run {run_id or '(latest)'} under {project}/data"
         )
-    shown = [i for i in range(len(COLUMNS)) if i == 0 or any(r[i] != "-" for r in rows)]
-    header = "| " + " | ".join(COLUMNS[i][0] for i in shown) + " |"
+    shown = [i for i in range(len(columns)) if i == 0 or any(r[i] != "-" for r in rows)]
+    header = "| " + " | ".join(columns[i][0] for i in shown) + " |"
     rule = "|" + "---|" * len(shown)
     body = ["| " + " | ".join(r[i] for i in shown) + " |" for r in rows]
     return "\n".join([header, rule, *body])
@@ -104,8 +138,10 @@ def curve_table(project: Path, run_id: str | None) -> str:
 @click.command()
 @click.option("--run", "run_id", default=None, help="A run id (default: the newest finished "
               "alphazero run).")  # fmt: skip
+@click.option("--times", is_flag=True, help="Add when each generation's model and scorecard "
+              "were written (seconds since the run started).")  # fmt: skip
 @PROJECT
-def curve(run_id: str | None, project: Path) -> None:
+def curve(run_id: str | None, project: Path, times: bool) -> None:
     """Print a run's learning curve (per-generation metrics) as a Markdown table."""
     chosen = "--run"
     if run_id is None:
@@ -115,7 +151,7 @@ def curve(run_id: str | None, project: Path) -> None:
         run_id = found[-1] if found else None
         chosen = "the newest finished alphazero run; --run <id> shows another"
     click.echo(run_heading(project, run_id, chosen))
-    click.echo(curve_table(project, run_id))
+    click.echo(curve_table(project, run_id, times))
 
 
 def run_heading(project: Path, run_id: str | None, chosen: str) -> str:

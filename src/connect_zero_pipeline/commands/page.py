@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
+from .. import web
 from ..tracking import LOOPBACK
 from . import interrupts
 from .model_source import PRETRAINED, NoVersionError, load_catalog_entry
@@ -54,14 +55,13 @@ def _pretrained_page() -> Path:
     import shutil
     import tempfile
 
-    from .. import web
     from ..core.export import onnx_info
 
     data = PRETRAINED.read_bytes()
     folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
     interrupts.cleanup(shutil.rmtree, folder, True)  # at exit, Ctrl-C or SIGTERM
     try:
-        files = web.page_files(data, onnx_info(data))
+        files = web.page_files(data, onnx_info(data), web.ort_web_dist())
     except FileNotFoundError as exc:  # onnxruntime-web not fetched (make web)
         raise PlayError(str(exc)) from exc
     for name, content in files.items():
@@ -85,6 +85,17 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
 
     solver_nodes: ClassVar[int] = 0
     """The solver's node budget for ``/analyze`` (0: no solver: 404, the page works without)."""
+    runtime: ClassVar[Path | None] = None
+    """Where onnxruntime-web's files are served from when the page folder lacks them (a page
+    exported on a machine without them); None: the folder's own."""
+
+    def translate_path(self, path: str) -> str:
+        local = super().translate_path(path)
+        name = Path(local).name
+        if self.runtime is not None and name in web.ORT_FILES and not Path(local).exists():
+            return str(self.runtime / name)
+        return local
+
     _solver_lock = threading.Lock()  # one solver (one transposition table) for all threads
 
     def end_headers(self) -> None:
@@ -205,10 +216,18 @@ def make_server(
     Idle connections, and requests whose line and headers take longer, close after
     ``idle_timeout`` seconds; a client that disconnects is not reported, and a request
     path that cannot name a file gets ``400`` instead of a traceback. ``/analyze`` answers
-    with the perfect solver's scores within ``solver_nodes`` nodes (0: 404).
+    with the perfect solver's scores within ``solver_nodes`` nodes (0: 404). A page exported
+    without onnxruntime-web gets this machine's (fetched by ``make web``), or the error says
+    so before the server starts.
     """
-    handler_class = type("PageHandler", (_PageHandler,),
-                         {"timeout": idle_timeout, "solver_nodes": solver_nodes})  # fmt: skip
+    runtime = None
+    if not web.has_runtime(directory):  # exported without onnxruntime-web: this machine's
+        try:
+            runtime = web.ort_web_dist()
+        except (FileNotFoundError, ValueError) as exc:
+            raise PlayError(f"{directory} was exported without onnxruntime-web, and {exc}") from exc
+    handler_class = type("PageHandler", (_PageHandler,), {"timeout": idle_timeout,
+                         "solver_nodes": solver_nodes, "runtime": runtime})  # fmt: skip
     handler = functools.partial(handler_class, directory=str(directory))
     return _PageServer((LOOPBACK, port), handler)
 

@@ -16,6 +16,12 @@ The export copies only the three files the wasm backend needs
 page folder, so an exported page is self-contained. They are not committed:
 14 MB of binary per onnxruntime-web upgrade would grow the repository forever,
 while ``npm ci`` from the lock file is reproducible.
+
+A machine without them (a GPU machine with no network, a copy of the project without its
+git-ignored files) still finishes a run: the page is written without the runtime
+(:func:`runtime_dist` is None; its ``model.json`` says so), one line says how to make it
+whole, and ``play --web`` serves such a page with the runtime fetched since
+(:data:`WHOLE_LATER`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ ASSETS = ("index.html", "app.js", "style.css")
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 DEFAULT_DIST = WEB_DIR / "node_modules" / "onnxruntime-web" / "dist"
 FETCH_COMMAND = f"npm ci --prefix {WEB_DIR}"
+WHOLE_LATER = "make web, then make play (which serves it with the runtime)"
+"""How a page exported without onnxruntime-web is played later."""
 
 
 def pinned_ort_web_version() -> str:
@@ -69,6 +77,15 @@ def ort_web_dist(dist_dir: str | Path | None = None) -> Path:
     return dist
 
 
+def runtime_dist(dist_dir: str | Path | None = None) -> Path | None:
+    """:func:`ort_web_dist`, or None when the default one is simply not fetched (the page is
+    then written without it). A folder named in ``dist_dir`` that lacks the files, and a
+    fetched version other than the pin, still raise."""
+    if dist_dir is None and not any((DEFAULT_DIST / name).is_file() for name in ORT_FILES):
+        return None
+    return ort_web_dist(dist_dir)
+
+
 def _installed_version(dist: Path) -> str | None:
     """The version in the ``package.json`` above a ``dist`` folder, if there is one."""
     try:
@@ -77,28 +94,33 @@ def _installed_version(dist: Path) -> str | None:
         return None
 
 
-def page_files(
-    onnx_bytes: bytes, info: dict[str, Any], dist_dir: str | Path | None = None
-) -> dict[str, bytes]:
-    """The files of a self-contained play page, by relative path.
+def page_files(onnx_bytes: bytes, info: dict[str, Any], dist: Path | None) -> dict[str, bytes]:
+    """The files of a play page, by relative path.
 
     Args:
         onnx_bytes: the exported model (see :func:`~..core.export.export_onnx`).
         info: JSON-serialisable facts shown on the page (``config``, ``meta``,
             ``opset``, ...); saved as ``model.json`` with the onnxruntime-web version.
-        dist_dir: see :func:`ort_web_dist`.
+        dist: onnxruntime-web's files (:func:`runtime_dist`); None: the page without them,
+            its ``model.json``'s ``onnxruntime_web`` null.
 
     Returns:
         ``{"index.html": ..., "app.js": ..., "style.css": ..., "model.onnx": ...,
         "model.json": ..., "ort.wasm.min.js": ..., "ort-wasm-simd-threaded.mjs": ...,
-        "ort-wasm-simd-threaded.wasm": ...}``.
+        "ort-wasm-simd-threaded.wasm": ...}`` (the last three only with ``dist``).
     """
-    dist = ort_web_dist(dist_dir)
-    version = _installed_version(dist) or "unknown"
     files = {name: (WEB_DIR / name).read_bytes() for name in ASSETS}
-    files.update({name: (dist / name).read_bytes() for name in ORT_FILES})
+    version = None
+    if dist is not None:
+        version = _installed_version(dist) or "unknown"
+        files.update({name: (dist / name).read_bytes() for name in ORT_FILES})
     files["model.onnx"] = onnx_bytes
     files["model.json"] = json.dumps(
         {**info, "onnxruntime_web": version}, indent=2, sort_keys=True
     ).encode()
     return files
+
+
+def has_runtime(folder: Path) -> bool:
+    """Whether a page folder holds onnxruntime-web's files."""
+    return all((folder / name).is_file() for name in ORT_FILES)

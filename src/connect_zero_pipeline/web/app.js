@@ -30,6 +30,12 @@
   const statusEl = $("#status");
   const bannerEl = $("#banner");
 
+  if (typeof ort === "undefined") {  // exported where onnxruntime-web was not fetched
+    statusEl.textContent = "This page has no onnxruntime-web (it was exported where it was not " +
+      "fetched): run make web, then make play, which serves it with the runtime.";
+    boardEl.dataset.turn = "error";
+    return;
+  }
   // onnxruntime-web: the wasm backend, single-threaded (no cross-origin isolation
   // needed), its .mjs/.wasm files fetched from this page's own folder (no CDN).
   ort.env.wasm.numThreads = 1;
@@ -587,7 +593,7 @@
       const cfg = info.config || {};
       const arch = cfg.arch === "resnet" ? `ResNet ${cfg.blocks}x${cfg.channels}` : cfg.arch === "mlp" ? `MLP ${cfg.hidden.join("-")}` : "model";
       const gen = info.meta && info.meta.generation !== undefined ? `, generation ${info.meta.generation}` : "";
-      $("#model-info").textContent = `${arch}${gen}; ONNX opset ${info.opset}, onnxruntime-web ${info.onnxruntime_web}`;
+      $("#model-info").textContent = `${arch}${gen}; ONNX opset ${info.opset}, onnxruntime-web ${info.onnxruntime_web || "from the server"}`;
     } catch (err) {
       $("#model-info").textContent = "model.onnx";
     }

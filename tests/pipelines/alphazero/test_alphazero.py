@@ -46,11 +46,11 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
         "gen_002.evaluate",
         "gen_000.init_model",
     }
+    assert not (project / "data/06_models/gen_002/candidate.pt").exists()  # no gate: the model
     for rel in [
         "data/06_models/gen_000/model.pt",
         "data/05_model_input/selfplay/gen_001/games.parquet",
         "data/05_model_input/selfplay/gen_002/games.parquet",
-        "data/06_models/gen_002/candidate.pt",
         "data/06_models/gen_002/model.pt",
         "data/08_reporting/gen_002/eval_metrics.json",
         "data/08_reporting/learning_curves.png",
@@ -160,7 +160,7 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     first_gen1 = versions(project, "data/06_models/gen_001/model.pt")
     assert len(first_gen1) == 1
     assert len(versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
-    assert versions(project, "data/06_models/gen_002/candidate.pt") == []
+    assert versions(project, "data/06_models/gen_002/model.pt") == []
 
     client = mlflow_client(project)
     exp = client.get_experiment_by_name("connect_zero_pipeline")

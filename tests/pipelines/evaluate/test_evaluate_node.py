@@ -29,7 +29,7 @@ def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monk
         "previous": {"num_games": 2, "mcts": {"sims": 2}},
         "benchmark": {"sims": [4]},
     }
-    _, metrics = evaluate_generation(model, model, pons_set, labelled, params, generation=1)
+    metrics = evaluate_generation(model, model, pons_set, labelled, params, generation=1)
     keys = {k for k in metrics if k.startswith("bench.")}
     assert keys == {
         f"bench.L3_head.{agent}.{m}"
@@ -39,8 +39,38 @@ def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monk
     for key in keys:
         assert 0.0 <= metrics[key] <= 1.0, key
     none = label_public_sets({}, {})  # no public set: no bench metric
-    _, metrics = evaluate_generation(model, model, pons_set, none, params, generation=1)
+    metrics = evaluate_generation(model, model, pons_set, none, params, generation=1)
     assert not any(k.startswith("bench.") for k in metrics)
+
+
+def test_with_gating_the_gate_plays_the_match_and_the_scorecard_is_the_same(pons_set):
+    """gate -> score_gated_generation gives the figures evaluate_generation gives (the match
+    is seeded by the generation alone), and the gate picks the model by its score."""
+    import torch
+
+    from connect_zero_pipeline.pipelines.alphazero.evaluate import (
+        gate_generation,
+        score_gated_generation,
+    )
+
+    torch.manual_seed(0)
+    new = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+    old = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+    old.meta, new.meta = {"generation": 2}, {"generation": 3}
+    none = label_public_sets({}, {})
+    params = {"node": {"device": "cpu"}, "num_games": 2, "mcts": {"sims": 2},
+              "previous": {"num_games": 4, "mcts": {"sims": 2}}}  # fmt: skip
+    plain = evaluate_generation(new, old, pons_set, none, params, generation=3)
+    for threshold in (0.0, 1.0):  # always accepted; only by winning every game
+        gated = {**params, "gating": True, "gate_threshold": threshold}
+        model, match = gate_generation(new, old, gated, generation=3)
+        card = score_gated_generation(new, match, pons_set, none, gated, generation=3)
+        same = {k: v for k, v in plain.items() if k not in ("gate.accepted", "evaluate.seconds")}
+        assert {k: card[k] for k in same} == same
+        accepted = match["gate.score"] >= gated["gate_threshold"]
+        assert card["gate.accepted"] == float(accepted)
+        assert model.meta["generation"] == (3 if accepted else 2)
+        assert model.meta["generation_accepted_at"] == 3
 
 
 def test_a_bad_public_set_file_is_named(tmp_path):

@@ -27,10 +27,11 @@ def export_onnx_model(
     which the registry version's tags and the play page show.
 
     Returns the ONNX model and the parity metrics. Raises before returning, so nothing is
-    written, when the gate fails or the play page could not be built.
+    written, when the gate fails or the play page could not be built (a named
+    ``ort_web_dir`` without onnxruntime-web, a fetched version other than the pin).
     """
     cfg = parse_section("export", params)
-    web.ort_web_dist(cfg.ort_web_dir)  # the page node needs it: fail before writing anything
+    web.runtime_dist(cfg.ort_web_dir)  # the page node needs it: fail before writing anything
     strength = solver_set_metrics(torch_evaluate_fn(model, "cpu"), positions)
     meta = {
         **(getattr(model, "meta", None) or {}),
@@ -50,10 +51,15 @@ def export_onnx_model(
 
 
 def build_play_page(onnx_model: onnx.ModelProto, params: dict) -> dict[str, bytes]:
-    """The offline play page's files: the web assets, onnxruntime-web and the model."""
+    """The offline play page's files: the web assets, onnxruntime-web and the model (without
+    onnxruntime-web where it is not fetched: one warning says how to make the page whole)."""
     cfg = parse_section("export", params)
     data = onnx_model.SerializeToString()
-    files = web.page_files(data, onnx_info(data), cfg.ort_web_dir)
+    dist = web.runtime_dist(cfg.ort_web_dir)
+    files = web.page_files(data, onnx_info(data), dist)
+    if dist is None:  # a machine without the runtime (offline): the run still finishes
+        log.warning("Play page written without onnxruntime-web (not fetched here): "
+                    "%s", web.WHOLE_LATER)  # fmt: skip
     log.info("Play page: %d files, %.1f MB", len(files), sum(map(len, files.values())) / 1e6)
     return files
 
