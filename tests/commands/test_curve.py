@@ -57,3 +57,31 @@ def test_each_generation_s_stages_are_timed_and_summed(tmp_path):
     assert first.endswith("| 30 | 25 | 6 | 4 | 40 |")
     assert second.endswith("| 30 | 0 | 6 | 4 | 80 |")
     assert third.endswith("| - | - | - | - | - |")
+
+
+def test_times_say_when_each_model_and_scorecard_was_written(tmp_path):
+    """--times: seconds since the run started; overlapped, a scorecard comes after the next
+    generation's model."""
+    import datetime
+    import os
+
+    run = "2026-01-01T00.00.00.000Z"
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
+    write_manifest(tmp_path, {"run_id": run, "status": "finished", "pipelines": ["alphazero"],
+                              "started": "2026-01-01T00:00:00+0000", "params": {}})  # fmt: skip
+    for gen, model_at, card_at in ((1, 20.0, 65.0), (2, 41.0, 100.0)):
+        _write(tmp_path, gen, "eval", run, {"solver.acc": 0.5})
+        card = (
+            tmp_path / f"data/08_reporting/gen_{gen:03d}/eval_metrics.json/{run}/eval_metrics.json"
+        )
+        model = tmp_path / f"data/06_models/gen_{gen:03d}/model.pt/{run}/model.pt"
+        model.parent.mkdir(parents=True)
+        model.write_bytes(b"")
+        os.utime(card, (start + card_at, start + card_at))
+        os.utime(model, (start + model_at, start + model_at))
+    header, _, first, second = curve_table(tmp_path, run, times=True).splitlines()
+    assert header.endswith("| model at s | scorecard at s |")
+    assert first.endswith("| 20 | 65 |") and second.endswith("| 41 | 100 |")
+    assert "model at s" not in curve_table(tmp_path, run)  # only when asked
+    status, out, _ = command("curve", "--project", str(tmp_path), "--times")
+    assert status == 0 and out.rstrip().endswith("| 41 | 100 |")
