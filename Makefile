@@ -35,17 +35,10 @@ export KEDRO_DISABLE_TELEMETRY := 1
 
 setup: $(VENV)/.installed web
 
-$(VENV)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@# A torch wheel already on the machine (pip find-links) needs no download.
-	$(PIP) install --quiet --no-compile --no-deps --no-index torch==$(TORCH_VERSION) 2>/dev/null \
-	  || $(PIP) install --quiet --no-compile --no-deps torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
-	$(PIP) install --quiet --no-compile -e ".[$(EXTRAS)]"
-	@# Every module compiled now, on every core (pip would take 40 s on one): with
-	@# PYTHONDONTWRITEBYTECODE set, as on this project's machines, Python would otherwise
-	@# compile them again in every process. (Files some packages ship that are not Python 3
-	@# fail to compile, as under pip, and are left as they are.)
-	$(BIN)/python -m compileall -q -j 0 $$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") >/dev/null 2>&1 || true
+$(VENV)/.installed: pyproject.toml scripts/install.sh
+	@# uv when it installs (about a minute from a bare clone), else pip: scripts/install.sh
+	VENV=$(VENV) PYTHON=$(PYTHON) TORCH_VERSION=$(TORCH_VERSION) TORCH_INDEX=$(TORCH_INDEX) \
+	  EXTRAS=$(EXTRAS) scripts/install.sh
 	touch $@
 
 # The export's offline play page vendors onnxruntime-web, pinned in $(WEB_DIR)/package.json
