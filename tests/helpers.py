@@ -233,17 +233,19 @@ def _as_in_a_terminal() -> None:
 
 
 def kedro_cli(project: Path, *args: str, wait: bool = True, timeout: float = 600, cwd=None,
-              terminal: bool = False):  # fmt: skip
+              terminal: bool = False, env: dict | None = None):  # fmt: skip
     """``kedro <args>`` in a real subprocess in ``project`` (or ``cwd``).
 
     ``wait``: return the finished ``CompletedProcess``; else the running ``Popen``.
     ``terminal``: in a process group of its own, as a terminal's foreground job, so that
-    ``os.killpg(proc.pid, SIGINT)`` is a Ctrl-C (it reaches the run's workers too).
+    ``os.killpg(proc.pid, SIGINT)`` is a Ctrl-C (it reaches the run's workers too). ``env``:
+    variables set for it.
     """
     import subprocess
 
     # One log record per line (rich wraps at 80 columns off a terminal): tests wait on lines.
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "250", "PYTHONUNBUFFERED": "1",
+           **(env or {})}  # fmt: skip
     command = [KEDRO, *args]
     if not wait:
         return subprocess.Popen(
@@ -305,8 +307,8 @@ def selfplay_config(**keys):
     ...) change self-play's search (its ``mcts``, by default :data:`~.selfplay.SEARCH`)."""
     from dataclasses import fields, replace
 
-    from connect_zero_pipeline.core.mcts import MCTSConfig
-    from connect_zero_pipeline.core.selfplay import SEARCH, SelfPlayConfig
+    from connect_zero_pipeline.core.config.search import MCTSConfig
+    from connect_zero_pipeline.core.config.selfplay import SEARCH, SelfPlayConfig
 
     names = {f.name for f in fields(MCTSConfig)}
     search = {k: keys.pop(k) for k in list(keys) if k in names}
@@ -380,3 +382,17 @@ def checkout_copy(dest: Path) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / rel)
     return dest
+
+
+HEAVY = ("torch", "mlflow", "pandas", "pyarrow", "numba", "onnx", "onnxruntime")
+"""What a command that only reads its arguments and parameters must not import: each takes
+hundreds of milliseconds to a few seconds."""
+IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}
+"""``env`` of a command whose imports a test reads (:func:`heavy_imports` of its stderr)."""
+
+
+def heavy_imports(stderr: str) -> set[str]:
+    """The :data:`HEAVY` packages a process imported, from its ``-X importtime`` lines."""
+    names = {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}  # fmt: skip
+    return {name for name in names if name in HEAVY}

@@ -144,7 +144,7 @@ def test_bad_values_name_their_key(section, params, message):
 
 
 def test_a_reinforce_loss_weight_has_a_bound():
-    from connect_zero_pipeline.core.reinforce.trainer import ReinforceConfig
+    from connect_zero_pipeline.core.config.reinforce import ReinforceConfig
 
     with pytest.raises(ValueError, match=r"beta must be in \[0, 100\], got 1000"):
         ReinforceConfig(beta=1e3)
@@ -169,7 +169,7 @@ def test_a_nested_key_changes_only_itself():
 
 def test_every_search_is_one_type():
     """A search is an MCTSConfig wherever it is configured (one definition of each setting)."""
-    from connect_zero_pipeline.core.mcts import MCTSConfig
+    from connect_zero_pipeline.core.config.search import MCTSConfig
 
     built = validate_params(load_parameters(CONF))
     searches = [built["selfplay"].mcts, built["evaluate"].mcts, built["evaluate"].previous.mcts,

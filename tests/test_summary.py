@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from connect_zero_pipeline.hooks import plain_repr
+from connect_zero_pipeline.generation_runs import plain_repr
 from connect_zero_pipeline.summary import (
     REFERENCE,
     public_sets_table,

@@ -25,6 +25,7 @@ import difflib
 import errno
 import logging
 import pkgutil
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 import click
 from kedro.framework.cli.project import run as _kedro_run
 
-from .commands import UnknownName, cli, did_you_mean  # noqa: F401 (Kedro reads cli here)
+from .commands import LazyCommand, UnknownName, cli, did_you_mean  # noqa: F401 (Kedro reads cli)
 
 VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph message."
 
@@ -238,3 +239,40 @@ run = click.Command(
     help=_kedro_run.help,
     short_help="Train and measure: kedro run (--pipelines, --params, --env).",
 )
+
+
+PLUGIN_COMMANDS = {
+    "kedro-mlflow": ("Mlflow", "Kedro plugin for interactions with mlflow.", "mlflow",
+                     "Use mlflow-specific commands inside kedro project."),
+}  # fmt: skip
+"""Kedro plugins whose command group imports a heavy library when it is loaded (kedro-mlflow:
+MLflow, about 1.5 s) -> (their group's name and help, their command, its one line): listed by
+``kedro --help`` as these, imported when the command runs (:func:`defer_plugin_commands`;
+``tests/commands/test_cli.py`` checks the words are the plugin's own)."""
+
+
+def defer_plugin_commands() -> None:
+    """Kedro loads every plugin's project commands when it starts, whatever the command; the
+    project's ``kedro.init`` entry point (which Kedro runs first) puts a stand-in for each of
+    :data:`PLUGIN_COMMANDS`' modules in ``sys.modules``: a group listing the plugin's command
+    with its words, whose command imports the plugin's module and runs the real one. No
+    other plugin, and nothing of the plugin's own, is changed."""
+    import importlib.metadata
+    import types
+
+    for entry in importlib.metadata.entry_points(group="kedro.project_commands"):
+        plugin = re.sub(r"[-_.]+", "-", entry.dist.name).lower() if entry.dist else None
+        if plugin not in PLUGIN_COMMANDS or entry.module in sys.modules or not entry.attr:
+            continue  # another plugin, or already imported: nothing to save
+        group_name, group_help, name, short_help = PLUGIN_COMMANDS[plugin]
+
+        def load(entry=entry, name=name) -> click.Command:
+            sys.modules.pop(entry.module, None)  # the stand-in: import the plugin itself
+            real = entry.load()
+            return real.get_command(click.Context(real), name)
+
+        stand_in = types.ModuleType(entry.module)
+        group = click.Group(name=group_name, help=group_help)
+        group.add_command(LazyCommand(name, load, short_help))
+        setattr(stand_in, entry.attr, group)
+        sys.modules[entry.module] = stand_in

@@ -1,25 +1,18 @@
-"""Project hooks: the pipelines' shape, per-generation MLflow child runs, a clean run stack.
+"""The hooks of every session (``settings.HOOKS``): light by construction.
 
-The run's own checks and record (parameters, resume, manifest, pinned versions) are
-:mod:`.run`, planned by :class:`.session.ProjectSession` before any hook runs.
+Kedro registers these when any session is created, before a run's parameters are checked,
+so this module imports nothing heavy; MLflow is imported when a run first calls a hook that
+needs it. The run's own hooks (its record, its MLflow children, its summary) are registered
+by :class:`.session.ProjectSession` once the run is planned.
 
 ``PipelineShapeHook``. Refuses structural parameters (``alphazero.num_generations``, ...)
 that the session's pipelines were not built from (a plain ``KedroSession``), first of all.
 
-``GenerationRunsHook``. Registered by the session for its run, with the run's
-:class:`.run.RunLife`. kedro-mlflow opens one run per ``kedro run`` (the
-parent). For every generation namespace (``gen_001``, ...) this hook opens a
-child run through ``MlflowClient`` (tag ``mlflow.parentRunId``), never through
-MLflow's active-run stack, so the stack kedro-mlflow manages is untouched. A
-child run gets the generation's parameters, every ``*_metrics`` output of its
-nodes (also logged on the parent with ``step = generation``, for curves) and
-its model file. It is ended FINISHED when the generation's last node in this
-run completes (or, for a generation whose finished nodes a resumed run
-skipped, when the pipeline completes), or FAILED if the pipeline fails. A
-resumed run reopens the children its first attempt created. Pipeline-level outputs
-(``learning_curves``) are logged on the parent. REINFORCE chunks (``rf_001``,
-...) are treated like generations, and ``reinforce_learning_curves`` like
-``learning_curves``.
+``MlflowPluginHook``. kedro-mlflow's hooks (its plugin's ``mlflow_hook``), registered under
+the plugin's entry-point name so that Kedro does not load the plugin's module when a session
+starts (pluggy loads no entry point whose name is registered already): kedro-mlflow's
+module, and MLflow with it, is imported at the first hook call, the context's creation in a
+run, and every call is kedro-mlflow's own.
 
 ``MlflowRunStackHook``. kedro-mlflow reopens its run at every node (for thread
 safety), which pushes the same run onto MLflow's stack again; after the run
@@ -32,43 +25,23 @@ error.
 from __future__ import annotations
 
 import logging
-import re
-import tempfile
-import threading
-from pathlib import Path
+import sys
 from typing import Any
 
-import mlflow
 from kedro.framework.hooks import hook_impl
-from mlflow.entities import Param
-from mlflow.tracking import MlflowClient
-
-from .naming import (
-    CHUNK,
-    EVAL_STAGE,
-    FILTERS,
-    GENERATION,
-    HEADLINE,
-    HEADLINE_SECTION,
-    LEARNING_CURVES,
-    MODEL_OUTPUTS,
-    NOTE_TAG,
-    headline_line,
-    metric_name,
-    parse_step,
-    stage_of,
-)
-from .run.rules import flatten
-from .tracking import runs_view
-
-_HEADLINE_KEYS = {key for key, _ in HEADLINE}
-
 
 log = logging.getLogger(__name__)
 
+MLFLOW_PLUGIN_HOOK = "mlflow_hook"
+"""kedro-mlflow's ``kedro.hooks`` entry point (``kedro_mlflow.framework.hooks.mlflow_hook``)."""
+
 
 def end_all_runs(status: str) -> int:
-    """End every active MLflow run of this thread with ``status``; returns how many."""
+    """End every active MLflow run of this thread with ``status``; returns how many (none in
+    a process that has not imported MLflow: no run can be active there)."""
+    mlflow = sys.modules.get("mlflow")
+    if mlflow is None:
+        return 0
     ended = 0
     while mlflow.active_run() is not None:
         mlflow.end_run(status)
@@ -76,202 +49,55 @@ def end_all_runs(status: str) -> int:
     return ended
 
 
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-"""The experiment tag that makes MLflow 3's UI open the model-training view (not GenAI)."""
+class MlflowPluginHook:
+    """kedro-mlflow's hooks, imported at their first call (module docstring). Each method is
+    one of the plugin's hook implementations, with its arguments
+    (``tests/test_internals.py`` checks they are the same on the installed kedro-mlflow)."""
 
+    __name__ = MLFLOW_PLUGIN_HOOK  # pluggy's name for it: the plugin's entry point is taken
 
-def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
-                    manifest: dict | None = None) -> str:  # fmt: skip
-    """What the MLflow parent run is called: what tells runs apart first, in the first 20
-    characters the runs list shows of a name (its Created column gives the time already):
-    the pipeline and its scope, where the run started and how far it was extended, its
-    seed, then its start time.
+    def __init__(self) -> None:
+        self._hook: Any = None
 
-    ``alphazero seed=0 11-23 10:26`` for a whole run; ``alphazero from v3 seed=0 11-23
-    10:26`` for a run started from registered version 3 (``from 11-22 09:14``: from a run);
-    ``alphazero 24->40 seed=0 11-23 10:26`` once extended; a run filtered to some nodes
-    names its generations (``alphazero gen_003..gen_005 seed=0 ...``). ``steps`` are the
-    generation (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
-    (a UTC time, ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag);
-    ``manifest`` its record (``start_from``, ``extended``).
-    """
-    from .naming import pipeline_label
+    def plugin(self) -> Any:
+        """kedro-mlflow's own hook object, imported now if it was not."""
+        if self._hook is None:
+            from kedro_mlflow.framework.hooks import mlflow_hook
 
-    def moment(rid: str) -> str:  # 2026-11-23T10.26.07.123Z -> 11-23 10:26
-        date, _, clock = rid.partition("T")
-        return f"{date[5:]} {clock[:5].replace('.', ':')}"
-
-    parts = [pipeline_label(run_params.get("pipeline_names"))]
-    steps = sorted(steps, key=lambda s: parse_step(s)[1])
-    if steps and any(run_params.get(k) for k in FILTERS):
-        parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
-    start = (manifest or {}).get("start_from")
-    if start:
-        registered = start.get("registered")  # a registry version's number
-        parts.append(f"from v{registered['version']}" if registered
-                     else f"from {moment(start['run_id'])}")  # fmt: skip
-    extended = (manifest or {}).get("extended") or []
-    if extended:
-        parts.append(f"{extended[0]['from']}->{extended[-1]['to']}")
-    kinds = {parse_step(s)[0] for s in steps}
-    seed = None
-    if GENERATION in kinds:
-        seed = (params.get("model") or {}).get("seed")
-    elif CHUNK in kinds:
-        seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
-    if seed is not None:
-        parts.append(f"seed={seed}")
-    if run_id:
-        parts.append(moment(run_id))
-    return " ".join(parts)
-
-
-_REPR = re.compile(r"^<(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>$")
-
-
-def plain_repr(value: str) -> str:
-    """An object's default repr as its class name (``<kedro...SequentialRunner object at
-    0x7f..>`` -> ``SequentialRunner``); any other text as it is."""
-    found = _REPR.match(value)
-    return found.group(1) if found else value
-
-
-class GenerationRunsHook:
-    def __init__(self, life) -> None:
-        self._life = life  # the run's RunLife: its context, and where the parent is recorded
-        self._lock = threading.Lock()
-        self._reset()
-
-    def _reset(self) -> None:
-        self._client: MlflowClient | None = None
-        self._parent: str | None = None
-        self._experiment: str | None = None
-        self._children: dict[str, str] = {}  # namespace -> child run id
-        self._pending: dict[str, set[str]] = {}  # namespace -> node names not yet done
-        self._opened: set[str] = set()  # namespaces whose child this run has logged to
-
-    @hook_impl(trylast=True)  # after kedro-mlflow opened the parent run
-    def before_pipeline_run(self, run_params: dict, pipeline) -> None:
-        self._reset()
-        run = mlflow.active_run()
-        if run is None:  # tracking disabled for this pipeline
-            return
-        self._client = MlflowClient()
-        self._parent = run.info.run_id
-        self._experiment = run.info.experiment_id
-        for node in pipeline.nodes:
-            if parse_step(node.namespace):
-                self._pending.setdefault(node.namespace, set()).add(node.name)
-        self._life.opened(self._parent)
-        run = self._life.context  # planned, its manifest written (RunLife runs first)
-        manifest = run.manifest
-        # kedro-mlflow tagged the session id; the run's id is this
-        self._client.set_tag(self._parent, "run_id", run.run_id)
-        name = parent_run_name(run_params, list(self._pending), run.params, run.run_id, manifest)
-        self._client.set_tag(self._parent, "mlflow.runName", name)
-        extended = manifest.get("extended")
-        if extended:  # trained further: how many generations each extension added
-            self._client.set_tag(self._parent, "extended", ", ".join(
-                f"{e['from']} -> {e['to']} generations" for e in extended))  # fmt: skip
-        start = manifest.get("start_from")
-        if start:  # where this run's generation 0 came from (resolved once, at its start)
-            self._client.set_tag(self._parent, "start_from", start["described"])
-        for key, value in run_params.items():  # kedro-mlflow tags the run params as they are
-            if isinstance(value, str) and (plain := plain_repr(value)) != value:
-                self._client.set_tag(self._parent, key, plain)  # "SequentialRunner", no repr
-        self._client.set_experiment_tag(self._experiment, *EXPERIMENT_KIND)
-        self._client.set_experiment_tag(self._experiment, *runs_view())
-        # A resumed run: reopen the children its first attempt created.
-        for child in self._client.search_runs(
-            [self._experiment], f"tags.mlflow.parentRunId = '{self._parent}'"
-        ):
-            if parse_step(child.info.run_name):
-                self._children[child.info.run_name] = child.info.run_id
-
-    def _child(self, namespace: str, params: dict[str, Any]) -> str:
-        with self._lock:
-            if namespace not in self._children:
-                _, generation = parse_step(namespace)
-                run = self._client.create_run(
-                    self._experiment,
-                    run_name=namespace,
-                    tags={"mlflow.parentRunId": self._parent, "generation": str(generation)},
-                )
-                self._children[namespace] = run.info.run_id
-                self._client.log_param(run.info.run_id, "generation", generation)
-            elif namespace not in self._opened:  # reopened by a resumed run: running again
-                self._client.update_run(self._children[namespace], "RUNNING")
-            self._opened.add(namespace)
-            run_id = self._children[namespace]
-        batch = [Param(k, str(v)[:6000]) for k, v in flatten(params).items()]
-        if batch:
-            self._client.log_batch(run_id, params=batch)
-        return run_id
+            self._hook = mlflow_hook
+        return self._hook
 
     @hook_impl
-    def after_node_run(self, node, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
-        if self._client is None:
-            return
-        if parse_step(node.namespace):
-            self._log_generation_node(node, inputs, outputs)
-        else:
-            for name, value in outputs.items():
-                if name.endswith(LEARNING_CURVES) and hasattr(value, "savefig"):
-                    with tempfile.TemporaryDirectory() as tmp:
-                        path = Path(tmp) / f"{name}.png"
-                        value.savefig(path, dpi=120)
-                        self._client.log_artifact(self._parent, str(path), "plots")
-
-    def _log_generation_node(self, node, inputs, outputs) -> None:
-        namespace = node.namespace
-        _, generation = parse_step(namespace)
-        params = {k.split(":", 1)[1]: v for k, v in inputs.items() if k.startswith("params:")}
-        run_id = self._child(namespace, params)
-        for name, value in outputs.items():
-            local = name.rsplit(".", 1)[-1]
-            stage = stage_of(name)
-            if stage is not None and isinstance(value, dict):
-                for key, metric in value.items():
-                    if isinstance(metric, (int, float)):
-                        full = metric_name(stage, key)
-                        self._client.log_metric(run_id, full, float(metric), step=generation)
-                        self._client.log_metric(self._parent, full, float(metric), step=generation)
-                        if stage == EVAL_STAGE and key in _HEADLINE_KEYS:  # first on the page
-                            for run in (self._parent, run_id):
-                                self._client.log_metric(run, HEADLINE_SECTION + full,
-                                                        float(metric), step=generation)  # fmt: skip
-                if stage == EVAL_STAGE:  # the child's description: its headline in one line
-                    self._client.set_tag(run_id, NOTE_TAG, f"{namespace}: {headline_line(value)}")
-            elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
-                from .core.checkpoint import save_model
-
-                with tempfile.TemporaryDirectory() as tmp:
-                    path = Path(tmp) / f"{local}.pt"
-                    save_model(value, path, getattr(value, "meta", None))
-                    self._client.log_artifact(run_id, str(path), "model")
-        pending = self._pending.get(namespace)
-        if pending is not None:
-            pending.discard(node.name)
-            if not pending:
-                self._client.set_terminated(run_id, "FINISHED")
+    def after_context_created(self, context) -> None:
+        self.plugin().after_context_created(context=context)
 
     @hook_impl
-    def after_pipeline_run(self) -> None:
-        """Children whose remaining nodes were skipped (a resume) or never ran end FINISHED."""
-        if self._client is None:
-            return
-        for run_id in self._children.values():
-            if self._client.get_run(run_id).info.status == "RUNNING":
-                self._client.set_terminated(run_id, "FINISHED")
+    def after_catalog_created(self, catalog, conf_catalog, conf_creds, parameters,
+                              save_version, load_versions) -> None:  # fmt: skip
+        self.plugin().after_catalog_created(catalog=catalog, conf_catalog=conf_catalog,
+                                            conf_creds=conf_creds, parameters=parameters,
+                                            save_version=save_version,
+                                            load_versions=load_versions)  # fmt: skip
 
     @hook_impl
-    def on_pipeline_error(self) -> None:
-        if self._client is None:
-            return
-        pending, self._pending = self._pending, {}  # marked once, however often called
-        for namespace, run_id in self._children.items():
-            if pending.get(namespace):
-                self._client.set_terminated(run_id, "FAILED")
+    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        self.plugin().before_pipeline_run(run_params=run_params, pipeline=pipeline,
+                                          catalog=catalog)  # fmt: skip
+
+    @hook_impl
+    def before_node_run(self, node, catalog, inputs, is_async) -> None:
+        self.plugin().before_node_run(node=node, catalog=catalog, inputs=inputs,
+                                      is_async=is_async)  # fmt: skip
+
+    @hook_impl
+    def after_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        self.plugin().after_pipeline_run(run_params=run_params, pipeline=pipeline,
+                                         catalog=catalog)  # fmt: skip
+
+    @hook_impl
+    def on_pipeline_error(self, error, run_params, pipeline, catalog) -> None:
+        self.plugin().on_pipeline_error(error=error, run_params=run_params, pipeline=pipeline,
+                                        catalog=catalog)  # fmt: skip
 
 
 class PipelineShapeHook:

@@ -50,7 +50,7 @@ def onnx_signature():
     from mlflow.models import ModelSignature
     from mlflow.types.schema import Schema, TensorSpec
 
-    from .core.bitboard import HEIGHT, WIDTH
+    from .core.board import HEIGHT, WIDTH
     from .core.export import INPUT_NAME, OUTPUT_NAMES
 
     return ModelSignature(

@@ -39,6 +39,7 @@ from typing import Any
 from kedro.framework.session import KedroSession
 
 from .internals import session_config, session_hooks
+from .run.hook import RunLife
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,17 @@ def reopening(mlflow_run_id: str | None) -> Iterator[None]:
 class ProjectSession(KedroSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from .hooks import GenerationRunsHook
-        from .run.hook import RunLife
-        from .summary import RunSummaryHook
-
         self.life = RunLife()
         """The run's context and record (:class:`.run.RunLife`); its context is None until
         :meth:`run` plans it."""
+        self._run_hooks: tuple = ()
+
+    def _register_run_hooks(self) -> None:
+        """The run's own hooks, once it is planned: its record, its MLflow children and its
+        summary (their modules import MLflow: a run refused by its plan never does)."""
+        from .generation_runs import GenerationRunsHook
+        from .summary import RunSummaryHook
+
         self._run_hooks = (GenerationRunsHook(self.life), RunSummaryHook(self.life))
         for hook in (self.life, *self._run_hooks):
             session_hooks(self).register(hook)
@@ -94,6 +99,7 @@ class ProjectSession(KedroSession):
                 run = plan(root, params, self.store.get("env"), self.session_id, names)
                 check_filters(params, kwargs)
                 self._prepare_store(root)
+                self._register_run_hooks()
                 self.life.begin(run)
                 kwargs["runner"] = chosen_runner(kwargs.get("runner"), run.params)
                 with reopening(run.mlflow_parent):
@@ -131,8 +137,12 @@ class ProjectSession(KedroSession):
             method = getattr(hook, "on_pipeline_error", None)
             if method is None:
                 continue
+            needs = {n for n, p in inspect.signature(method).parameters.items()
+                     if p.default is inspect.Parameter.empty}  # fmt: skip
+            if needs - {"error"}:  # kedro-mlflow's: Kedro calls it for a node's failure
+                continue
             try:
-                if "error" in inspect.signature(method).parameters:
+                if "error" in needs:
                     method(error=error)
                 else:
                     method()

@@ -1,12 +1,15 @@
 """Project settings (see https://docs.kedro.org/en/stable/kedro_project_setup/settings.html).
 
-kedro-mlflow registers its own hooks through its plugin entry point. ``ProjectSession``
+kedro-mlflow's hooks are registered here, under its plugin's entry-point name, so that
+its module (and MLflow) is imported at their first call, not when a session starts
+(:class:`.hooks.MlflowPluginHook`). ``ProjectSession``
 (``session.py``) plans each run once (its parameters validated, a resume checked, its
 start point resolved: :mod:`.run`) and registers the run's own hooks with that plan: the
 run's record (:class:`.run.RunLife`), one MLflow child run per generation
-(:class:`.hooks.GenerationRunsHook`) and the summary (:class:`.summary.RunSummaryHook`).
-``HOOKS`` holds the stateless ones: the pipelines' shape, checked for any session, and
-MLflow's run stack kept clean. No hook's
+(:class:`.generation_runs.GenerationRunsHook`) and the summary
+(:class:`.summary.RunSummaryHook`).
+``HOOKS`` holds the stateless ones: the pipelines' shape, checked for any session,
+kedro-mlflow's hooks (imported at their first call) and MLflow's run stack kept clean. No hook's
 correctness depends on the order in which hooks are registered.
 """
 
@@ -14,10 +17,12 @@ from kedro.config import OmegaConfigLoader
 
 from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS as _LOADER_ARGS
 from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
-from connect_zero_pipeline.hooks import MlflowRunStackHook, PipelineShapeHook
+from connect_zero_pipeline.hooks import MlflowPluginHook, MlflowRunStackHook, PipelineShapeHook
 from connect_zero_pipeline.session import ProjectSession
 
-HOOKS = (PipelineShapeHook(), MlflowRunStackHook())
+# kedro-mlflow's hooks are registered here, under its plugin's name, so that Kedro does not
+# import its module (and MLflow) when a session starts: hooks.MlflowPluginHook.
+HOOKS = (PipelineShapeHook(), MlflowPluginHook(), MlflowRunStackHook())
 
 # Every versioned output appears whole or not at all (datasets/atomic.py).
 DATA_CATALOG_CLASS = AtomicDataCatalog

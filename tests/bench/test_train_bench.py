@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from connect_zero_pipeline.bench.train import run
-from connect_zero_pipeline.core.training import TrainConfig
+from connect_zero_pipeline.core.config.training import TrainConfig
 
 
 @pytest.mark.slow

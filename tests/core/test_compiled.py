@@ -18,24 +18,15 @@ import torch
 from torch._dynamo.utils import counters
 
 from connect_zero_pipeline.core.bitboard import State, initial_state
-from connect_zero_pipeline.core.compiled import (
-    COMPILE,
-    CompiledSearch,
-    compile_backend,
-    network,
-)
+from connect_zero_pipeline.core.compiled import CompiledSearch, compile_backend, network
+from connect_zero_pipeline.core.config.search import COMPILE, MCTSConfig
+from connect_zero_pipeline.core.config.selfplay import SEARCH, SelfPlayConfig
+from connect_zero_pipeline.core.config.training import TrainConfig
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
-from connect_zero_pipeline.core.mcts import MCTSConfig, descent_bound, search
+from connect_zero_pipeline.core.mcts import descent_bound, search
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.selfplay import (
-    SEARCH,
-    SelfPlayConfig,
-    _draws_per_step,
-    _step,
-    self_play,
-    slot_keys,
-)
-from connect_zero_pipeline.core.training import TrainConfig, train_step
+from connect_zero_pipeline.core.selfplay import _draws_per_step, _step, self_play, slot_keys
+from connect_zero_pipeline.core.training import train_step
 from connect_zero_pipeline.executors.settings import NodeSettings
 from tests.core.test_mcts import _mixed_batch, pure_fn
 

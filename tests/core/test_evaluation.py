@@ -114,8 +114,8 @@ def test_weak_accuracy_counts_the_outcome_class_not_the_exact_score():
 
 
 def test_the_mcts_agent_is_scored_on_its_most_visited_move():
+    from connect_zero_pipeline.core.config.search import MCTSConfig
     from connect_zero_pipeline.core.evaluation import search_agent_metrics
-    from connect_zero_pipeline.core.mcts import MCTSConfig
 
     def prefers(column: int, strength: float = 4.0):
         def fn(boards):

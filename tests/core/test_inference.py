@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from connect_zero_pipeline.core.bitboard import from_boards
+from connect_zero_pipeline.core.config.search import MCTSConfig
 from connect_zero_pipeline.core.export import random_positions
 from connect_zero_pipeline.core.inference import make_evaluate_fn
-from connect_zero_pipeline.core.mcts import MCTSConfig, search
+from connect_zero_pipeline.core.mcts import search
 from connect_zero_pipeline.core.models import build_model
 
 

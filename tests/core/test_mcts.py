@@ -13,7 +13,6 @@ from torch.overrides import TorchFunctionMode
 from connect_zero_pipeline.bench.selfplay import count_ops
 from connect_zero_pipeline.core.bitboard import (
     BOARD_MASK,
-    WIDTH,
     State,
     alignment,
     bottom_mask_col,
@@ -27,11 +26,12 @@ from connect_zero_pipeline.core.bitboard import (
     to_boards,
     top_mask_col,
 )
+from connect_zero_pipeline.core.board import WIDTH
 from connect_zero_pipeline.core.compiled import CompiledSearch
+from connect_zero_pipeline.core.config.search import MCTSConfig
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.mcts import (
     ROOT_INDEX,
-    MCTSConfig,
     MCTSPlayer,
     Policy,
     most_visited,

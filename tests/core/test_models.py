@@ -9,15 +9,8 @@ import pytest
 import torch
 
 from connect_zero_pipeline.core.bitboard import state_from_moves, to_boards
-from connect_zero_pipeline.core.models import (
-    PRESETS,
-    ResNet,
-    SimpleMLP,
-    build_model,
-    count_parameters,
-    parameter_count,
-    resolve_config,
-)
+from connect_zero_pipeline.core.config.models import PRESETS, parameter_count, resolve_config
+from connect_zero_pipeline.core.models import ResNet, SimpleMLP, build_model, count_parameters
 
 
 def _boards() -> torch.Tensor:

@@ -10,11 +10,10 @@ import torch
 from torch import nn
 
 from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.config.reinforce import ReinforceConfig, ReinforceEvalConfig
 from connect_zero_pipeline.core.match import play_match
 from connect_zero_pipeline.core.players import PolicyPlayer, RandomPlayer
 from connect_zero_pipeline.core.reinforce import (
-    ReinforceConfig,
-    ReinforceEvalConfig,
     SwapRule,
     beta_at,
     discounted_returns,

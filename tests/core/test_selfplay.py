@@ -7,13 +7,12 @@ import pytest
 import torch
 
 from connect_zero_pipeline.core.bitboard import State, play, popcount
+from connect_zero_pipeline.core.config.selfplay import SelfPlayConfig, games_per_slot
 from connect_zero_pipeline.core.mcts import win_value
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import (
     COLUMNS,
-    SelfPlayConfig,
     backward_z,
-    games_per_slot,
     merge_shards,
     self_play,
     shard_slots,

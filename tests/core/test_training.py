@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core.config.training import TrainConfig
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.training import (
     PI_COLUMNS,
-    TrainConfig,
     TrainingDivergedError,
     alphazero_loss,
     cosine_lr,
@@ -157,7 +157,7 @@ def test_merging_duplicates_averages_the_targets_of_each_distinct_board():
 
 
 def test_float32_products_use_tensor_cores_on_cuda_only():
-    from connect_zero_pipeline.core.config import tensor_cores
+    from connect_zero_pipeline.core.device import tensor_cores
 
     before = torch.get_float32_matmul_precision()
     with tensor_cores("cuda"):  # the flag alone: no GPU needed to set it

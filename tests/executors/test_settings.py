@@ -10,10 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch._dynamo.utils import counters
 
-from connect_zero_pipeline import executors
 from connect_zero_pipeline.core.compiled import compiled_search
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.executors import local
+from connect_zero_pipeline.executors import dispatch, local
 from connect_zero_pipeline.executors.settings import ROUTING, NodeSettings
 from tests.helpers import selfplay_config
 
@@ -48,9 +47,9 @@ def test_every_node_setting_is_routing_or_sent_to_each_shard():
 
 
 def test_the_in_process_path_plays_with_every_setting(monkeypatch):
-    calls = _spy(monkeypatch, executors)
+    calls = _spy(monkeypatch, dispatch)
     node = dataclasses.replace(NODE, workers=1)
-    executors.play_generation(CFG, _model(), 1, node)
+    dispatch.play_generation(CFG, _model(), 1, node)
     assert len(calls) == 1
     sent = node.shard_kwargs(torch.device("cpu"))
     assert {k: calls[0][k] for k in sent} == sent
@@ -61,14 +60,14 @@ def test_compile_eager_in_process_traces_the_search():
     # torch.compile's graphs (traced once a process), where off runs none.
     program = compiled_search(CFG.mcts, "eager")
     before = program.counters.graph_calls
-    executors.play_generation(CFG, _model(), 1, dataclasses.replace(NODE, workers=1))
+    dispatch.play_generation(CFG, _model(), 1, dataclasses.replace(NODE, workers=1))
     calls = program.counters.graph_calls - before
     assert calls >= CFG.moves_per_gen * (CFG.mcts.sims + 2)  # sims + 2 graph calls a move
     assert calls % (CFG.mcts.sims + 2) == 0
     assert counters["stats"]["unique_graphs"] > 0
     before = program.counters.graph_calls, counters["stats"]["calls_captured"]
     off = dataclasses.replace(NODE, workers=1, compile="off")
-    executors.play_generation(CFG, _model(), 1, off)
+    dispatch.play_generation(CFG, _model(), 1, off)
     assert (program.counters.graph_calls, counters["stats"]["calls_captured"]) == before
 
 
@@ -91,7 +90,7 @@ def test_the_local_workers_play_with_every_setting(monkeypatch):
     monkeypatch.setattr(local, "_STEPS", shards.steps)  # what a worker's initializer sets
     node = dataclasses.replace(NODE, workers=2)
     with shards.pool:
-        executors.play_generation(CFG, _model(), 1, node)
+        dispatch.play_generation(CFG, _model(), 1, node)
     assert len(calls) == 2
     sent = node.shard_kwargs(torch.device("cpu"))
     assert all({k: call[k] for k in sent} == sent for call in calls)

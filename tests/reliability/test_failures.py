@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import TINY_CLI, cli_params, files_under, kedro_cli, store_untouched
+from tests.helpers import (
+    IMPORT_TIMES,
+    TINY_CLI,
+    cli_params,
+    files_under,
+    heavy_imports,
+    kedro_cli,
+    store_untouched,
+)
 
 # ---------------------------------------------------------------------------
 # Parameters are checked before the first node (and before the MLflow store)
@@ -37,11 +45,13 @@ from tests.helpers import TINY_CLI, cli_params, files_under, kedro_cli, store_un
 )
 def test_bad_parameters_exit_non_zero_and_write_nothing(kedro_project, params, message):
     """A real ``kedro run`` for each kind of mistake (an unknown section, an unknown key, a
-    bad value); the message of every other bad value: tests/test_conf.py, in process."""
+    bad value), refused before anything heavy is imported; the message of every other bad
+    value: tests/test_conf.py, in process."""
     before = files_under(kedro_project)
-    res = kedro_cli(kedro_project, "run", "--params", params)
+    res = kedro_cli(kedro_project, "run", "--params", params, env=IMPORT_TIMES)
     assert res.returncode != 0
     assert message in res.stdout + res.stderr
+    assert heavy_imports(res.stderr) == set()  # torch, MLflow, pandas ... never loaded
     assert files_under(kedro_project) == before  # no data, no mlruns/
     assert store_untouched(kedro_project)  # nothing in the MLflow store
 

@@ -44,7 +44,7 @@ def test_the_page_loads_nothing_from_the_network():
 
 def test_the_page_search_uses_the_python_search_constants():
     # The page's MCTS mirrors core.mcts: same exploration constant, same value of a win.
-    from connect_zero_pipeline.core.mcts import MCTSConfig
+    from connect_zero_pipeline.core.config.search import MCTSConfig
 
     app = (web.WEB_DIR / "app.js").read_text()
     assert float(re.search(r"const C_PUCT = ([0-9.]+);", app).group(1)) == MCTSConfig.c_puct

@@ -36,7 +36,7 @@ import torch
 
 from ..core.bitboard import play
 from ..core.compiled import compile_backend, compile_setting, compiled_search, network
-from ..core.config import resolve_device
+from ..core.device import resolve_device
 from ..core.models import build_model
 from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure
@@ -96,7 +96,8 @@ def run(args) -> Iterator[dict]:
     if getattr(args, "quick", False):
         return
     yield from _same_games(backend, device)
-    from ..executors import local, play_generation
+    from ..executors import local
+    from ..executors.dispatch import play_generation
 
     for compiled in (False, True):
         setting = compile_setting(backend) if compiled else "off"
@@ -117,7 +118,8 @@ def _same_games(backend: str, device: torch.device) -> Iterator[dict]:
     ``max_abs_diff`` of the float columns (targets, values)."""
     from dataclasses import replace
 
-    from ..core.selfplay import SEARCH, SelfPlayConfig, self_play
+    from ..core.config.selfplay import SEARCH, SelfPlayConfig
+    from ..core.selfplay import self_play
 
     torch.manual_seed(0)
     model = build_model("tiny")

@@ -30,11 +30,13 @@ from collections.abc import Iterator
 import torch
 
 from ..core.bitboard import State, initial_state, play, random_legal_actions, to_boards
+from ..core.config.search import MCTSConfig
+from ..core.config.selfplay import SelfPlayConfig
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import MCTSConfig, search
+from ..core.mcts import search
 from ..core.models import build_model
 from ..core.search_reference import reference_mcts
-from ..core.selfplay import DEFAULT_NUM_THREADS, SelfPlayConfig, self_play
+from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
 from . import best_rate, figure
 
 

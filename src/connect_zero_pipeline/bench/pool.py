@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import torch
 
+from ..core.config.selfplay import SEARCH, SelfPlayConfig
 from ..core.models import build_model
-from ..core.selfplay import SEARCH, SelfPlayConfig
 from ..executors import local
 from . import figure
 

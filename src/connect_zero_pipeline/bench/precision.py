@@ -22,9 +22,10 @@ import pandas as pd
 import torch
 
 from ..core.bitboard import State, legal_mask, to_boards
-from ..core.config import resolve_device
+from ..core.config.search import MCTSConfig
+from ..core.device import resolve_device
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import MCTSConfig, chosen_move, search
+from ..core.mcts import chosen_move, search
 from ..core.models import build_model
 from . import figure
 

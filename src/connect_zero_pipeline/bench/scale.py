@@ -45,9 +45,10 @@ from multiprocessing import get_context
 import torch
 
 from ..core.checkpoint import checkpoint_dict, from_dict
+from ..core.config.selfplay import SEARCH, SelfPlayConfig
 from ..core.inference import make_evaluate_fn
 from ..core.models import build_model
-from ..core.selfplay import DEFAULT_NUM_THREADS, SEARCH, SelfPlayConfig, merge_shards, self_play
+from ..core.selfplay import DEFAULT_NUM_THREADS, merge_shards, self_play
 from ..executors.ray import RayOptions, RaySelfPlayPool
 from ..executors.settings import NodeSettings
 from . import figure

@@ -57,9 +57,10 @@ import torch
 
 from ..core.bitboard import play
 from ..core.compiled import CompiledSearch, network
-from ..core.config import resolve_device
+from ..core.config.search import MCTSConfig
+from ..core.device import resolve_device
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import MCTSConfig, search
+from ..core.mcts import search
 from ..core.models import build_model
 from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure

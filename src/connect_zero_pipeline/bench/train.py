@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..core.bitboard import initial_state, play, random_legal_actions, reset_done
-from ..core.config import resolve_device
+from ..core.device import resolve_device
 from ..core.models import build_model
 from ..core.training import PI_COLUMNS, alphazero_loss, games_to_tensors
 from ..executors.settings import NodeSettings

@@ -9,6 +9,7 @@ click's, generated from the commands themselves.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -42,25 +43,67 @@ PROG = "python -m connect_zero_pipeline"
 """How the commands are called (``kedro <command>`` works too)."""
 
 
-class ProjectCommands(click.Group):
-    """A click group whose commands are imported when one is asked for (:data:`COMMANDS`;
-    click's lazy-loading recipe), so ``runs`` imports neither Kedro nor torch, and ``run``
-    not ``play``'s. An unknown command is named, with the closest one and the list."""
+class LazyCommand(click.Command):
+    """A command imported when it runs or shows its own help: listed (``--help`` of the group,
+    ``kedro --help``) by its name and :data:`COMMANDS`' one line alone, so listing the
+    commands imports none of them (``tests/commands/test_cli.py`` checks the line is the
+    command's own)."""
 
-    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+    def __init__(self, name: str, load: str | Callable[[], click.Command], line: str) -> None:
+        super().__init__(name, help=line)  # listed as click lists a help: cut to the width
+        self.load = load
+        self._real: click.Command | None = None
+
+    def real(self) -> click.Command:
+        """The command itself, imported now if it was not (``load``: ``module:attr``, or a
+        function that returns it)."""
+        if self._real is None:
+            if callable(self.load):
+                self._real = self.load()
+            else:
+                import importlib
+
+                module, _, attr = self.load.partition(":")
+                self._real = getattr(importlib.import_module(module), attr)
+        return self._real
+
+    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        return self.real().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return self.real().invoke(ctx)
+
+    def get_params(self, ctx: click.Context) -> list:
+        return self.real().get_params(ctx)
+
+    def get_help(self, ctx: click.Context) -> str:
+        return self.real().get_help(ctx)
+
+    def get_usage(self, ctx: click.Context) -> str:
+        return self.real().get_usage(ctx)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list:
+        return self.real().shell_complete(ctx, incomplete)
+
+
+class ProjectCommands(click.Group):
+    """A click group whose commands are imported when one runs (:class:`LazyCommand`), so
+    ``--help`` and ``runs`` import neither Kedro nor torch, and ``run`` not ``play``'s. An
+    unknown command is named, with the closest one and the list."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lazy = lazy
+        self.lazy = {name: LazyCommand(name, target, short) for name, (target, short)
+                     in lazy.items()}  # fmt: skip
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*super().list_commands(ctx), *self.lazy]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in self.lazy:
-            import importlib
-
-            module, _, attr = self.lazy[name].partition(":")
-            return getattr(importlib.import_module(module), attr)
-        return super().get_command(ctx, name)
+        return self.lazy.get(name) or super().get_command(ctx, name)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name = args[0] if args else ""
@@ -74,15 +117,25 @@ class ProjectCommands(click.Group):
 
 
 COMMANDS = {
-    "run": "connect_zero_pipeline.cli:run",
-    "play": "connect_zero_pipeline.commands.play:play",
-    "benchmark": "connect_zero_pipeline.commands.benchmark:benchmark",
-    "curve": "connect_zero_pipeline.commands.curve:curve",
-    "runs": "connect_zero_pipeline.commands.runs:runs",
-    "solve": "connect_zero_pipeline.commands.solve:solve",
-    "bench": "connect_zero_pipeline.bench:bench",
-}
-"""Every command: name -> where its click command is (imported when used)."""
+    "run": ("connect_zero_pipeline.cli:run",
+            "Train and measure: kedro run (--pipelines, --params, --env)."),
+    "play": ("connect_zero_pipeline.commands.play:play",
+             "Play the trained agent in the terminal, or in the browser with --web."),
+    "benchmark": ("connect_zero_pipeline.commands.benchmark:benchmark",
+                  "Score a trained agent (the network alone and MCTS agents) on files of "
+                  "positions in Pons' benchmark format, labelled by the perfect solver: a "
+                  "table of the results."),
+    "curve": ("connect_zero_pipeline.commands.curve:curve",
+              "Print a run's learning curve (per-generation metrics) as a Markdown table."),
+    "runs": ("connect_zero_pipeline.commands.runs:runs",
+             "List the project's runs: id, status (running, finished, failed, interrupted), "
+             "pipelines, generations, start and error."),
+    "solve": ("connect_zero_pipeline.commands.solve:solve",
+              "Solve Connect-4 positions read from standard input, one move string per line."),
+    "bench": ("connect_zero_pipeline.bench:bench", "Benchmarks: one JSON line per figure."),
+}  # fmt: skip
+"""Every command: name -> (where its click command is, imported when it runs; its line in
+the list of commands, which is the command's own short help)."""
 
 
 @click.group(name="Connect Zero Pipeline", cls=ProjectCommands, lazy=COMMANDS,

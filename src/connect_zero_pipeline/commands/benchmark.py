@@ -85,7 +85,7 @@ def _sims(ctx, param, text: str) -> list[int]:
 
 
 def _searches() -> list[str]:
-    from ..core.mcts import SEARCHES
+    from ..core.config.search import SEARCHES
 
     return list(SEARCHES)
 
@@ -190,11 +190,12 @@ def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{len(errors)} invalid line(s): nothing scored", file=stderr, flush=True)
         return EXIT_BAD_INPUT
 
+    from ..core.config.search import MCTSConfig
     from ..core.evaluation import set_scores
     from ..core.inference import make_evaluate_fn, torch_evaluate_fn
     from ..core.labelling import Labeller, SolvedCache
-    from ..core.mcts import MCTSConfig
-    from ..executors import NodeSettings, chunk_runner
+    from ..executors.dispatch import chunk_runner
+    from ..executors.settings import NodeSettings
 
     model, description = resolve_model(args.model, args.dataset)
     print(f"Scoring {description}", file=stderr, flush=True)  # first, before the labelling

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.bitboard import HEIGHT, WIDTH, bitboards_to_board, four_cells, moves_to_bitboards
+from ..core.bitboard import bitboards_to_board, four_cells, moves_to_bitboards
+from ..core.board import HEIGHT, WIDTH
 
 RESET, BOLD, UNDERLINE, REVERSE = "\033[0m", "\033[1m", "\033[4m", "\033[7m"
 COLOURS = {"X": "\033[31m", "O": "\033[33m"}  # the first player red, the second yellow

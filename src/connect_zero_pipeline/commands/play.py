@@ -35,8 +35,8 @@ class _Agent:
     """Greedy policy (``sims == 0``) or batched MCTS (``sims > 0``) on one game."""
 
     def __init__(self, model, sims: int):
+        from ..core.config.search import MCTSConfig
         from ..core.inference import torch_evaluate_fn
-        from ..core.mcts import MCTSConfig
 
         self.evaluate_fn = torch_evaluate_fn(model, "cpu")
         self.config = MCTSConfig(sims=sims) if sims > 0 else None

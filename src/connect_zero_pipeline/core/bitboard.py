@@ -36,10 +36,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-WIDTH = 7
-HEIGHT = 6
+from .board import HEIGHT, WIDTH
+
 H1 = HEIGHT + 1  # bits per column, including the sentinel
-NUM_CELLS = WIDTH * HEIGHT
 
 BOTTOM_MASK = sum(1 << (H1 * c) for c in range(WIDTH))
 BOARD_MASK = BOTTOM_MASK * ((1 << HEIGHT) - 1)

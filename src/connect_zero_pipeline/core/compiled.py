@@ -43,20 +43,12 @@ from torch import nn
 
 from . import mcts
 from .bitboard import State
+from .config.search import COMPILE, MCTSConfig
 from .inference import EvaluateFn
-from .mcts import MCTSConfig, SearchInputs, SearchResult
+from .mcts import SearchInputs, SearchResult
 
 log = logging.getLogger(__name__)
 
-COMPILE = ("auto", "on", "off", "eager", "aot_eager")
-"""The ``node.compile`` setting: ``on`` compiles with inductor (fused generated kernels, for
-long runs: the first compile on a machine takes minutes, later runs load inductor's cache),
-``off`` never, ``auto`` (the default) never either: no cold compile on a run's critical path
-(on an H100 the eager host-sync search ran at once where the compile kept the GPU idle for
-minutes; on the CPU a whole default generation measured 2x slower compiled: docs/gpu.md,
-docs/benchmarks.md). ``eager`` and ``aot_eager`` trace the same graphs without generating
-code (torch.compile's debugging backends: every graph break or recompilation shows, in
-seconds; no speed-up)."""
 GRAPHS = 3
 """Graphs one compiled search is made of: ``start``, ``simulate`` and ``finish``."""
 RECOMPILE_LIMIT = 64

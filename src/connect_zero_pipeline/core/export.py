@@ -40,15 +40,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .bitboard import HEIGHT, WIDTH, initial_state, play, random_legal_actions, to_boards
+from .bitboard import initial_state, play, random_legal_actions, to_boards
+from .board import HEIGHT, WIDTH
+from .config.export import DEFAULT_OPSET, MIN_OPSET
 
 log = logging.getLogger(__name__)
 
 INPUT_NAME = "board"
 OUTPUT_NAMES = ("logits", "value")
 BATCH_DIM = "batch"
-DEFAULT_OPSET = 18
-MIN_OPSET = 18  # the dynamo exporter's lowest native opset (17 would need a lossy conversion)
 
 # ONNX TensorProto element types used in the signature check.
 _INT8, _FLOAT = 3, 1

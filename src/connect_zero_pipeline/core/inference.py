@@ -26,7 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .bitboard import HEIGHT, WIDTH
+from .board import HEIGHT, WIDTH
+from .config.search import BACKENDS
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,6 @@ EvaluateFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 """The network as search and evaluation see it: ``boards int8 [B, 6, 7] -> (logits [B, 7],
 value [B])`` float32, the value from the view of each board's side to move. Search takes any
 such function (a toy bandit in the tests); :func:`make_evaluate_fn` wraps a model."""
-BACKENDS = ("auto", "torch", "onnxruntime")
 
 
 def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None) -> EvaluateFn:

@@ -36,7 +36,6 @@ from .bitboard import (
     BOARD_MASK,
     BOTTOM_MASK,
     H1,
-    WIDTH,
     four_in_a_row,
     is_terminal,
     mirror_bitboard,
@@ -44,6 +43,7 @@ from .bitboard import (
     play_move,
     top_mask_col,
 )
+from .board import WIDTH
 from .files import atomic_path
 from .progress import progress_bar
 

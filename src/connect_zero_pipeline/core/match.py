@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .bitboard import NUM_CELLS, State, initial_state, play, to_boards
+from .bitboard import State, initial_state, play, to_boards
+from .board import NUM_CELLS
 from .players import Player
 
 

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -66,17 +65,9 @@ import torch
 from torch._higher_order_ops.while_loop import while_loop
 
 from . import gumbel as G
-from .bitboard import (
-    BOARD_MASK,
-    NUM_CELLS,
-    WIDTH,
-    State,
-    has_won,
-    legal_mask,
-    play,
-    to_boards,
-)
-from .config import check, is_int
+from .bitboard import BOARD_MASK, State, has_won, legal_mask, play, to_boards
+from .board import NUM_CELLS, WIDTH
+from .config.search import MCTSConfig
 from .inference import EvaluateFn, torch_evaluate_fn
 from .players import sample_move
 
@@ -85,7 +76,6 @@ ROOT_INDEX = 0
 UNVISITED_OFFSET, ILLEGAL_OFFSET, TRASH_OFFSET = 0, 1, 2
 NUM_SENTINELS = 3
 _GAMMA_CANDIDATES = 6  # K: Marsaglia-Tsang draws per gamma variate (acceptance > 95% each)
-SEARCHES = ("puct", "gumbel")
 MIN_WIN_PLY = 7  # the fewest stones on a board with four in a row
 
 
@@ -99,56 +89,6 @@ def win_value(ply: torch.Tensor, decay: float) -> torch.Tensor:
     """
     span = NUM_CELLS - MIN_WIN_PLY
     return 1.0 - decay * (ply.float() - MIN_WIN_PLY).clamp(0, span) / span
-
-
-@dataclass(frozen=True)
-class MCTSConfig:
-    """Search hyperparameters. Validated on construction (``ValueError`` naming the field)."""
-
-    sims: int = 32
-    """Simulations per search (>= 1); each creates at most one node."""
-    c_puct: float = 1.5
-    """Exploration constant in ``Q + c_puct * P * sqrt(N_parent) / (1 + N_child)`` (> 0)."""
-    dirichlet_alpha: float = 1.0
-    """Concentration of the root Dirichlet noise over the legal moves (> 0)."""
-    dirichlet_eps: float = 0.0
-    """Weight of the root noise: ``P = (1 - eps) * P + eps * Dir(alpha)``; 0 (default) = off.
-    PUCT only: Gumbel search explores through its Gumbel noise."""
-    search: str = "puct"
-    """``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero, :mod:`.gumbel`)."""
-    gumbel_num_actions: int = 7
-    """Gumbel: actions sampled at the root (``m``; 7 considers every legal move)."""
-    c_visit: float = 50.0
-    """Gumbel: ``sigma(q) = (c_visit + max N) * c_scale * q`` (the paper's 50)."""
-    c_scale: float = 1.0
-    """Gumbel: see ``c_visit`` (the paper's 1)."""
-    win_decay: float = 0.5
-    """Terminal values: a win with ``n`` stones on the board is worth ``1 - win_decay *
-    (n - 7) / 35`` (:func:`win_value`), so quicker wins and slower losses are preferred;
-    in ``[0, 1)``, 0 = every win +1. Self-play's value targets use the same rule."""
-
-    def __post_init__(self):
-        check(is_int(self.sims) and self.sims >= 1, "sims", self.sims, "an integer >= 1")
-        check(_positive(self.c_puct), "c_puct", self.c_puct, "a number > 0")
-        check(_positive(self.dirichlet_alpha), "dirichlet_alpha", self.dirichlet_alpha,
-              "a number > 0")  # fmt: skip
-        check(_number(self.dirichlet_eps) and 0 <= self.dirichlet_eps <= 1, "dirichlet_eps",
-              self.dirichlet_eps, "in [0, 1]")  # fmt: skip
-        check(self.search in SEARCHES, "search", self.search, f"one of {SEARCHES}")
-        check(is_int(self.gumbel_num_actions) and 1 <= self.gumbel_num_actions <= WIDTH,
-              "gumbel_num_actions", self.gumbel_num_actions, "an integer in [1, 7]")  # fmt: skip
-        check(_positive(self.c_visit), "c_visit", self.c_visit, "a number > 0")
-        check(_positive(self.c_scale), "c_scale", self.c_scale, "a number > 0")
-        check(_number(self.win_decay) and 0 <= self.win_decay < 1, "win_decay", self.win_decay,
-              "a number in [0, 1)")  # fmt: skip
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _positive(v) -> bool:
-    return _number(v) and v > 0
 
 
 class Tree(NamedTuple):

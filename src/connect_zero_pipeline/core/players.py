@@ -16,7 +16,6 @@ import numpy as np
 import torch
 
 from .bitboard import (
-    WIDTH,
     State,
     legal_mask,
     random_legal_actions,
@@ -24,6 +23,8 @@ from .bitboard import (
     to_boards,
     winning_moves,
 )
+from .board import WIDTH
+from .config.players import NAMED_PLAYERS, PLAYER_NAMES, SOLVER_PREFIX, is_player_name
 
 
 class Player(Protocol):
@@ -130,22 +131,7 @@ class RandomOpening:
         return actions
 
 
-PLAYERS = {"random": RandomPlayer, "random_punisher": RandomPunisher}
-SOLVER_PREFIX = "solver:"
-PLAYER_NAMES = "'random', 'random_punisher' or 'solver:<epsilon in [0, 1]>'"
-"""The players that need no network, by name (what :func:`make_player` accepts)."""
-
-
-def is_player_name(name) -> bool:
-    """Whether :func:`make_player` knows ``name``."""
-    if name in PLAYERS:
-        return True
-    if isinstance(name, str) and name.startswith(SOLVER_PREFIX):
-        try:
-            return 0.0 <= float(name[len(SOLVER_PREFIX) :]) <= 1.0
-        except ValueError:
-            return False
-    return False
+PLAYERS = dict(zip(NAMED_PLAYERS, (RandomPlayer, RandomPunisher), strict=True))
 
 
 def make_player(name: str, *, solver_max_nodes: int = 0, labeller=None) -> Player:

@@ -7,7 +7,7 @@ hot path. Unbatched.
 
 from __future__ import annotations
 
-from .bitboard import HEIGHT, WIDTH
+from .board import HEIGHT, WIDTH
 
 
 class NaiveGame:

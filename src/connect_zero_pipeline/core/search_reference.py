@@ -15,7 +15,6 @@ import torch
 from . import gumbel as G
 from .bitboard import (
     BOARD_MASK,
-    WIDTH,
     alignment,
     bitboards_to_board,
     bottom_mask_col,
@@ -23,8 +22,10 @@ from .bitboard import (
     play_move,
     popcount,
 )
+from .board import WIDTH
+from .config.search import MCTSConfig
 from .inference import EvaluateFn
-from .mcts import MCTSConfig, _masked_softmax, win_value
+from .mcts import _masked_softmax, win_value
 
 
 class _RefNode:

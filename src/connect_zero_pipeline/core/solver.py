@@ -91,17 +91,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .bitboard import (
-    BOARD_MASK,
-    BOTTOM_MASK,
-    H1,
-    HEIGHT,
-    NUM_CELLS,
-    WIDTH,
-    alignment,
-    four_in_a_row,
-    moves_to_bitboards,
-)
+from .bitboard import BOARD_MASK, BOTTOM_MASK, H1, alignment, four_in_a_row, moves_to_bitboards
+from .board import HEIGHT, NUM_CELLS, WIDTH
 
 logger = logging.getLogger(__name__)
 

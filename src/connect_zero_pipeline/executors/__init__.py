@@ -8,66 +8,8 @@ many of them at once: :mod:`.local` on every core of this machine, :mod:`.ray`
 on a Ray cluster. None of it changes a result: a generation's table and a
 labelled set are the same on any executor.
 
-A stage's ``node`` parameters (:class:`~.settings.NodeSettings`) choose the executor.
+A stage's ``node`` parameters (:class:`~.settings.NodeSettings`) choose the executor;
+:mod:`.dispatch` runs a generation or a labelling on it. This package's ``__init__``
+imports nothing: :mod:`.settings` is read when parameters are checked, before anything
+heavy is imported.
 """
-
-from __future__ import annotations
-
-import pandas as pd
-import torch
-
-from ..core.config import resolve_device
-from ..core.selfplay import SelfPlayConfig, self_play
-from .settings import EXECUTORS, NodeSettings
-
-__all__ = ["EXECUTORS", "NodeSettings", "chunk_runner", "play_generation"]
-
-
-def play_generation(
-    config: SelfPlayConfig,
-    model: torch.nn.Module,
-    generation: int,
-    node: NodeSettings,
-    stats: dict | None = None,
-) -> pd.DataFrame:
-    """One generation of self-play on the configured executor (the same table on any of them).
-
-    Every path hands each shard ``node`` whole and plays it with
-    :meth:`~.settings.NodeSettings.shard_kwargs`: no executor drops a setting. ``stats``,
-    if given, gets ``compile_s``: the longest any process spent compiling the search
-    (processes compile side by side)."""
-    if node.executor == "ray":  # shards on Ray actors (each resolves node.device itself)
-        from .ray import ray_self_play
-
-        return ray_self_play(config, model, generation=generation, node=node, progress=True,
-                             stats=stats)  # fmt: skip
-    device = resolve_device(node.device)
-    workers = node.local_workers(device)
-    if workers > 1:  # shards on CPU worker processes: the same table, every core busy
-        from .local import local_self_play
-
-        return local_self_play(config, model, workers=workers, generation=generation, node=node,
-                               progress=True, stats=stats)  # fmt: skip
-    return self_play(config, model=model, generation=generation, progress=True, stats=stats,
-                     **node.shard_kwargs(device))  # fmt: skip
-
-
-def chunk_runner(node: NodeSettings):
-    """A :class:`~connect_zero_pipeline.core.labelling.Labeller` runner for ``node``'s executor.
-
-    ``local``: ``workers`` processes (0: one per core; 1: this process).
-    ``ray``: tasks on the cluster at ``ray.address`` (connects now: a bad address fails here).
-    """
-    if node.executor == "ray":
-        from .ray import ray_chunk_runner
-
-        return ray_chunk_runner(node.ray.address, max_retries=node.ray.max_retries,
-                                connect_timeout=node.ray.connect_timeout)  # fmt: skip
-    workers = node.local_workers()
-    if workers == 1:
-        from ..core.labelling import serial_chunks
-
-        return serial_chunks
-    from .local import ProcessChunkRunner
-
-    return ProcessChunkRunner(workers)

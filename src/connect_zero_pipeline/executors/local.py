@@ -36,14 +36,10 @@ import pandas as pd
 import torch
 
 from ..core.checkpoint import checkpoint_dict, from_dict
+from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
-from ..core.selfplay import (
-    SelfPlayConfig,
-    merge_shards,
-    self_play,
-    shard_slots,
-)
+from ..core.selfplay import merge_shards, self_play, shard_slots
 from .settings import NodeSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h

@@ -37,14 +37,10 @@ import pandas as pd
 
 from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.config import check, is_int
+from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
-from ..core.selfplay import (
-    SelfPlayConfig,
-    merge_shards,
-    self_play,
-    shard_slots,
-)
+from ..core.selfplay import merge_shards, self_play, shard_slots
 from .ray_cluster import (
     DEFAULT_CONNECT_TIMEOUT,
     RayClusterUnreachable,

@@ -44,9 +44,6 @@ class RayClusterUnreachable(ConnectionError):
     """The Ray cluster address cannot be reached (raised before any work is submitted)."""
 
 
-EXECUTORS = ("local", "ray")
-
-
 @dataclass(frozen=True)
 class RayOptions:
     """Where and how the Ray executor runs. None of these change the results."""

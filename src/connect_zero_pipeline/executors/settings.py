@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-
-from ..core.compiled import COMPILE
 from ..core.config import check, is_int
-from ..core.inference import BACKENDS
+from ..core.config.search import BACKENDS, COMPILE
 from .ray_cluster import RayOptions
+
+if TYPE_CHECKING:
+    import torch
 
 EXECUTORS = ("local", "ray")
 ROUTING = ("executor", "workers", "ray")

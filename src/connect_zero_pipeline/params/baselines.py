@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.config import check, is_int
-from ..core.players import PLAYER_NAMES, is_player_name
+from ..core.config.players import PLAYER_NAMES, is_player_name
 from ..executors.settings import NodeSettings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.evaluation import EvaluateConfig
+from ..core.config.evaluation import EvaluateConfig
 from ..executors.settings import NodeSettings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.config import check, is_int
-from ..core.export import MIN_OPSET
+from ..core.config.export import MIN_OPSET
 
 
 @dataclass(frozen=True)

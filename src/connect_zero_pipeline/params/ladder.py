@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.config import check, is_int
-from ..core.mcts import MCTSConfig
-from ..core.players import PLAYER_NAMES, is_player_name
+from ..core.config.players import PLAYER_NAMES, is_player_name
+from ..core.config.search import MCTSConfig
 from ..executors.settings import NodeSettings
 
 LATEST = "latest"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.config import check_loop_length
-from ..core.models import ReinforceModelSpec
-from ..core.reinforce import ReinforceConfig, ReinforceEvalConfig
+from ..core.config.models import ReinforceModelSpec
+from ..core.config.reinforce import ReinforceConfig, ReinforceEvalConfig
 from ..executors.settings import NodeSettings
 
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.config import field_default, from_params, unknown_key_error
-from ..core.models import ModelSpec
+from ..core.config.models import ModelSpec
 from ..naming import RESUME_KEY
 from .alphazero import AlphaZeroConfig
 from .baselines import BaselineMatchConfig

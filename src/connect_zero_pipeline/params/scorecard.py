@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.config import check
-from ..core.scorecard import ScorecardConfig
+from ..core.config.scorecard import ScorecardConfig
 from ..executors.settings import NodeSettings
 from ..naming import ALGORITHMS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.selfplay import SelfPlayConfig
+from ..core.config.selfplay import SelfPlayConfig
 from ..executors.settings import NodeSettings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.training import TrainConfig
+from ..core.config.training import TrainConfig
 from ..executors.settings import NodeSettings
 
 

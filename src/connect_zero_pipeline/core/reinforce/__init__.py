@@ -39,19 +39,10 @@ Shapes: G games, N recorded learner moves, A = 7 columns.
 
 from __future__ import annotations
 
+from ..config.reinforce import BASELINES, OPPONENTS, ReinforceConfig, ReinforceEvalConfig
 from .loss import ReinforceLoss, beta_at, discounted_returns, masked_entropy, reinforce_loss
 from .rollout import Rollout, distinct_games, play_rollout, selfplay_diversity
-from .trainer import (
-    BASELINES,
-    OPPONENTS,
-    STATE_FORMAT,
-    ReinforceConfig,
-    ReinforceEvalConfig,
-    SwapRule,
-    evaluate_policy,
-    init_policy,
-    train_chunk,
-)
+from .trainer import STATE_FORMAT, SwapRule, evaluate_policy, init_policy, train_chunk
 
 __all__ = [
     "BASELINES",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..bitboard import WIDTH
+from ..board import WIDTH
 from ..players import masked_logits
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..bitboard import NUM_CELLS
+from ..board import NUM_CELLS
 from ..match import MatchResult, play_match
 from ..players import Player, PolicyPlayer
 from .loss import discounted_returns, masked_entropy

@@ -17,7 +17,7 @@ import time
 import pandas as pd
 from torch import nn
 
-from ...core.config import resolve_device, tensor_cores
+from ...core.device import resolve_device, tensor_cores
 from ...core.evaluation import evaluate_candidate, previous_match
 from ...core.inference import make_evaluate_fn
 from ...core.pons_files import label_positions

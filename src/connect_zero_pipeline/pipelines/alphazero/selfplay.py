@@ -15,7 +15,7 @@ from torch import nn
 from ...core.compiled import compile_backend
 from ...core.models import build_model, count_parameters
 from ...core.selfplay import COLUMNS, empty_games_table
-from ...executors import play_generation
+from ...executors.dispatch import play_generation
 from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)

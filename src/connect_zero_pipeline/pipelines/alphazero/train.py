@@ -7,7 +7,8 @@ import logging
 import pandas as pd
 from torch import nn
 
-from ...core.config import mix_seed, resolve_device
+from ...core.config import mix_seed
+from ...core.device import resolve_device
 from ...core.training import games_to_tensors, train_model, train_steps
 from ...naming import generation_name
 from ...params.schema import parse_section

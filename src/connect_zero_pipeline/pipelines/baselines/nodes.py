@@ -6,7 +6,7 @@ import logging
 
 import pandas as pd
 
-from ...core.config import resolve_device
+from ...core.device import resolve_device
 from ...core.match import play_match
 from ...core.players import make_player
 from ...params.schema import parse_section

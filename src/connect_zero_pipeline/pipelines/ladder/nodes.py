@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...core.config import resolve_device
+from ...core.config.players import SOLVER_PREFIX
+from ...core.device import resolve_device
 from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
-from ...core.players import SOLVER_PREFIX
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
 from ...naming import CHUNK, GENERATION, model_index
@@ -111,7 +111,7 @@ def solver_labeller(cfg: LadderConfig, where: str | None):
     analysis would make them stronger than their budget, and an anchor must stay the same
     player from ladder to ladder."""
     from ...core.labelling import Labeller, SolvedCache
-    from ...executors import chunk_runner
+    from ...executors.dispatch import chunk_runner
 
     cache = SolvedCache(Path(where) if where else None)
     log.info("Ladder: the solver anchors analyse through %s (%d positions)", where, len(cache))

@@ -24,7 +24,7 @@ from ...core.labelling import (
     generate_games,
     labelled_table,
 )
-from ...executors import chunk_runner
+from ...executors.dispatch import chunk_runner
 from ...params.pons import PonsConfig
 from ...params.schema import parse_section
 from ...project import in_project

@@ -7,7 +7,7 @@ import logging
 import pandas as pd
 from torch import nn
 
-from ...core.config import resolve_device, torch_threads
+from ...core.device import resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.reinforce import (
     evaluate_policy,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...core.config import resolve_device, torch_threads
+from ...core.device import resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.scorecard import scorecard
 from ...naming import ALGORITHMS, CHUNK, GENERATION, model_index

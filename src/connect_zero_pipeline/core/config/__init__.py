@@ -1,4 +1,11 @@
-"""Typed configs from plain parameter dicts, with loud errors for unknown or bad keys."""
+"""Typed configs from plain parameter dicts, with loud errors for unknown or bad keys.
+
+This package is core's light layer: every config a parameter file can spell, as frozen
+dataclasses in plain Python (``search``, ``selfplay``, ``training``, ``evaluation``,
+``models``, ``reinforce``, ``scorecard``, ``players``, ``export``), and the one parser that
+builds them (:func:`from_params`). None of it imports torch, numpy, pandas or numba, so the
+command line checks a run's parameters before anything heavy is imported
+(``tests/test_startup.py``); the modules that compute import their configs from here."""
 
 from __future__ import annotations
 
@@ -7,10 +14,7 @@ import difflib
 import types
 import typing
 from collections.abc import Mapping
-from contextlib import contextmanager
 from typing import Any, TypeVar
-
-import torch
 
 T = TypeVar("T")
 
@@ -201,46 +205,3 @@ def check(condition: bool, key: str, value: Any, requirement: str) -> None:
 def mix_seed(seed: int, step: int) -> int:
     """The seed of step ``step`` (a generation, a batch) of a run seeded with ``seed``."""
     return int(seed) * 1_000_003 + int(step)
-
-
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` picks CUDA when available, else CPU; other names are passed to torch."""
-    if isinstance(device, torch.device):
-        return device
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but CUDA is not available")
-    return dev
-
-
-@contextmanager
-def tensor_cores(device: torch.device | str):
-    """Run a block with float32 matrix products on tensor cores on CUDA (TF32:
-    ``torch.set_float32_matmul_precision("high")``, then restored); unchanged elsewhere."""
-    if torch.device(device).type != "cuda":
-        yield
-        return
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(previous)
-
-
-@contextmanager
-def torch_threads(num_threads: int | None):
-    """Run a block with ``torch.set_num_threads(num_threads)`` (``None`` or 0: unchanged), then
-    restore."""
-    previous = torch.get_num_threads()
-    if num_threads:
-        torch.set_num_threads(int(num_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -1,0 +1,68 @@
+"""A generation's evaluation settings (:class:`EvaluateConfig`): its matches and sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import check, is_int
+from .search import MCTSConfig
+
+
+@dataclass(frozen=True)
+class PreviousMatch:
+    """The match of the new model against the previous generation's (both MCTS agents)."""
+
+    num_games: int = 100
+    """Games, colours alternating."""
+    opening_plies: int = 2
+    """Random moves that open every game (the agents are deterministic: without them the
+    match would repeat the same two games)."""
+    mcts: MCTSConfig = field(default_factory=lambda: MCTSConfig(sims=16))
+    """Both agents' search."""
+
+    def __post_init__(self):
+        check(is_int(self.num_games) and self.num_games >= 2, "num_games", self.num_games,
+              "an integer >= 2")  # fmt: skip
+        check(is_int(self.opening_plies) and 0 <= self.opening_plies <= 8, "opening_plies",
+              self.opening_plies, "an integer in [0, 8]")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublicSets:
+    """The public position sets (catalog entry ``pons_benchmarks``) scored every generation."""
+
+    sims: list = field(default_factory=lambda: [32])
+    """Simulations of the MCTS agents scored (with the network alone, always), each with
+    the search of ``evaluate.mcts``."""
+
+    def __post_init__(self):
+        check(isinstance(self.sims, (list, tuple)) and all(is_int(n) and n >= 1
+              for n in self.sims), "sims", self.sims, "a list of integers >= 1")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """A generation's evaluation (section ``evaluate``): the recipe of its metrics."""
+
+    num_games: int = 200
+    """Games against RandomPunisher, of the network alone and of the MCTS agent (the
+    default's 200 give its win rates about +-3 points; ``conf/quick`` plays 20)."""
+    mcts: MCTSConfig = field(default_factory=lambda: MCTSConfig(sims=32))
+    """The MCTS agent's search (no noise: PUCT plays the most visited move, Gumbel its
+    Sequential Halving survivor)."""
+    previous: PreviousMatch = field(default_factory=PreviousMatch)
+    """The match against the previous generation."""
+    benchmark: PublicSets = field(default_factory=PublicSets)
+    """The public position sets' agents."""
+    gating: bool = False
+    """Keep the previous model unless the new one scores ``gate_threshold`` against it."""
+    gate_threshold: float = 0.55
+    """Score (wins + draws/2) the new model needs against the previous one to replace it."""
+    seed: int = 0
+    """Seeds the matches (mixed with the generation number)."""
+
+    def __post_init__(self):
+        check(is_int(self.num_games) and self.num_games >= 2, "num_games", self.num_games,
+              "an integer >= 2 (both colours, seeded)")  # fmt: skip
+        check(isinstance(self.gating, bool), "gating", self.gating, "true or false")
+        check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
