@@ -395,6 +395,9 @@ def project_copy(dest: Path) -> Path:
         if layer.is_dir():
             (dest / "data" / layer.name).mkdir(parents=True)
     shutil.copytree(shipped, dest / shipped.relative_to(REPO))
+    labels = REPO / "data/02_intermediate/solver_cache"  # the public sets' shipped labels
+    shutil.copytree(labels, dest / labels.relative_to(REPO),
+                    ignore=lambda folder, names: [n for n in names if n != "part-public-sets.parquet"])  # fmt: skip
     (dest / "src").mkdir()
     return dest
 

@@ -63,8 +63,14 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
     no_public_sets(project, "local")
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
+    shipped = REPO / SHIPPED_CACHE  # the public sets' labels, as a fresh clone has them
+    shutil.copy(shipped, (project / SHIPPED_CACHE).parent)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
     return project
+
+
+SHIPPED_CACHE = "data/02_intermediate/solver_cache/part-public-sets.parquet"
+"""The solver cache's shipped part (``scripts/public_sets_cache.py``)."""
 
 
 _EMPTY_STORE: list[Path] = []

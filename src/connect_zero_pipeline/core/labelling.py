@@ -69,6 +69,26 @@ def canonical_keys(position: np.ndarray, mask: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+SHIPPED_PART = "part-public-sets.parquet"
+"""The part of the solver cache the repository ships: every move of every position of the
+public sets, solved (``scripts/public_sets_cache.py``), so a fresh clone solves none of them."""
+
+
+def cache_part(position: np.ndarray, mask: np.ndarray, scores: np.ndarray) -> pd.DataFrame:
+    """Solved positions as one part of a :class:`SolvedCache`: ``key``, ``position``, ``mask``
+    and ``score_1..score_7`` (``scores [N, 7] int8``, -128 for a full column)."""
+    df = pd.DataFrame(
+        {
+            "key": position_keys(position, mask),
+            "position": np.asarray(position).astype(np.uint64),
+            "mask": np.asarray(mask).astype(np.uint64),
+        }
+    )
+    for c, name in enumerate(SCORE_COLUMNS):
+        df[name] = scores[:, c].astype(np.int8)
+    return df
+
+
 class SolvedCache:
     """Every analysed position, on disk as append-only Parquet parts.
 
@@ -112,15 +132,7 @@ class SolvedCache:
         """Add solved positions (kept in memory until :meth:`flush`)."""
         if len(position) == 0:
             return
-        df = pd.DataFrame(
-            {
-                "key": position_keys(position, mask),
-                "position": position.astype(np.uint64),
-                "mask": mask.astype(np.uint64),
-            }
-        )
-        for c, name in enumerate(SCORE_COLUMNS):
-            df[name] = scores[:, c].astype(np.int8)
+        df = cache_part(position, mask, scores)
         self._merge(df)
         self._pending.append(df)
 
