@@ -73,20 +73,14 @@ SHIPPED_CACHE = "data/02_intermediate/solver_cache/part-public-sets.parquet"
 """The solver cache's shipped part (``scripts/public_sets_cache.py``)."""
 
 
-_EMPTY_STORE: list[Path] = []
-
-
 def empty_store() -> Path:
-    """An MLflow sqlite store with MLflow's schema and nothing else, made once per process."""
-    if not _EMPTY_STORE:
-        import tempfile
+    """An MLflow sqlite store with MLflow's schema and nothing else: the one the project copies
+    into a new project (:func:`connect_zero_pipeline.tracking.empty_store`)."""
+    from connect_zero_pipeline.tracking import empty_store as template
 
-        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-        folder = Path(tempfile.mkdtemp(prefix="cz-empty-store-"))
-        SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", (folder / "mlruns").as_uri())
-        _EMPTY_STORE.append(folder / "mlflow.db")
-    return _EMPTY_STORE[0]
+    found = template()
+    assert found is not None, "the user's cache folder cannot be written"
+    return found
 
 
 def store_untouched(project: Path) -> bool:

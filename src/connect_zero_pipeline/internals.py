@@ -187,13 +187,14 @@ def _local_dir(uri: str | None) -> Path | None:
     return None
 
 
-def relocate_artifacts(db: Path, experiment: str, artifacts: Path) -> int:
+def relocate_artifacts(db: Path, experiment: str, artifacts: Path, quiet: bool = False) -> int:
     """Point the artifact locations of the store ``db`` that live under another ``mlruns``
     at ``artifacts``.
 
     Only locations under the folder the experiment ``experiment`` was created with are
     rewritten, and only when that folder is not ``artifacts``: the store of a copied
-    project. Returns the number of rows changed.
+    project (a warning says so, unless ``quiet``: a new store copied from an empty one).
+    Returns the number of rows changed.
     """
     con = sqlite3.connect(db, timeout=60)
     try:
@@ -217,11 +218,12 @@ def relocate_artifacts(db: Path, experiment: str, artifacts: Path) -> int:
                         (target, len(prefix) + 1, prefix, prefix + "/%"),
                     )
                     changed += cur.rowcount
-        log.warning(
-            "This project's MLflow store pointed its artifacts at %s (the project it was "
-            "copied from); %d locations now point at %s",
-            old, changed, artifacts,
-        )  # fmt: skip
+        if not quiet:
+            log.warning(
+                "This project's MLflow store pointed its artifacts at %s (the project it was "
+                "copied from); %d locations now point at %s",
+                old, changed, artifacts,
+            )  # fmt: skip
         return changed
     finally:
         con.close()

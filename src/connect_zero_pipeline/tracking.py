@@ -27,7 +27,9 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
@@ -164,11 +166,58 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
     with store_lock(db.parent):
         from mlflow.tracking import MlflowClient
 
+        if not db.exists():
+            new_store(db, artifacts_dir)
         client = MlflowClient(tracking_uri=f"sqlite:///{db}")
-        if name and client.get_experiment_by_name(name) is None:  # creates/migrates the db too
+        if name and client.get_experiment_by_name(name) is None:
             client.create_experiment(name, artifact_location=artifacts_dir.as_uri())
         if name:
             relocate_artifacts(db, name, artifacts_dir)
+
+
+TEMPLATES = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connect-zero-pipeline"
+"""Where :func:`empty_store` keeps the empty store of each MLflow version."""
+
+
+def empty_store() -> Path | None:
+    """An MLflow sqlite store of the installed MLflow with its schema and nothing else, made
+    once per MLflow version in the user's cache folder (MLflow's schema migrations take about
+    2 s a store); None where that folder cannot be written."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    path = TEMPLATES / f"mlflow-{mlflow.__version__}-empty.db"
+    if path.exists():
+        return path
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}")
+    try:
+        TEMPLATES.mkdir(parents=True, exist_ok=True)
+        MlflowClient(tracking_uri=f"sqlite:///{tmp}").search_experiments()  # creates, migrates
+        os.replace(tmp, path)  # whole, or not at all: another process may be making it too
+    except Exception as exc:  # a read-only home, a full disk: the store is made in place
+        log.debug("No empty MLflow store in %s: %s", TEMPLATES, exc)
+        tmp.unlink(missing_ok=True)
+        return None
+    return path
+
+
+def new_store(db: Path, artifacts: Path) -> None:
+    """A new store at ``db``: a copy of :func:`empty_store` (its ``Default`` experiment's
+    artifacts pointed at ``artifacts``), or where there is none, made by MLflow in place."""
+    from mlflow.tracking import MlflowClient
+
+    template = empty_store()
+    if template is None:
+        MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+        return
+    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+    shutil.copyfile(template, tmp)
+    relocate_artifacts(tmp, DEFAULT_EXPERIMENT, artifacts / "0", quiet=True)
+    os.replace(tmp, db)
+
+
+DEFAULT_EXPERIMENT = "Default"
+"""The experiment MLflow makes in every store (id 0)."""
 
 
 def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
