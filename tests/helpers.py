@@ -63,8 +63,8 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
     no_public_sets(project, "local")
     shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
-    shipped = REPO / SHIPPED_CACHE  # the public sets' labels, as a fresh clone has them
-    shutil.copy(shipped, (project / SHIPPED_CACHE).parent)
+    (project / SHIPPED_CACHE).parent.mkdir()  # the public sets' labels, as in a fresh clone
+    shutil.copy(REPO / SHIPPED_CACHE, project / SHIPPED_CACHE)
     (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
     return project
 

@@ -175,7 +175,9 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
             relocate_artifacts(db, name, artifacts_dir)
 
 
-TEMPLATES = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connect-zero-pipeline"
+TEMPLATES = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connect-zero-pipeline"
+)
 """Where :func:`empty_store` keeps the empty store of each MLflow version."""
 
 

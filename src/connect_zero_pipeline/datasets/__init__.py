@@ -7,6 +7,7 @@ import importlib
 from typing import Any
 
 _MODULES = {
+    "FigureDataset": ".figure_dataset",
     "OnnxModelDataset": ".onnx_dataset",
     "PlayPageDataset": ".play_page_dataset",
     "PonsFilesDataset": ".pons_files",
