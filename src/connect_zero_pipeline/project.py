@@ -1,7 +1,9 @@
-"""The project around the current folder: the one way this package finds its root."""
+"""The project around the current folder: the one way this package finds its root; and the
+user's cache folder, shared by the projects of one user."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -20,3 +22,11 @@ def in_project(path: str | Path) -> Path:
     folder of the project."""
     path = Path(path)
     return path if path.is_absolute() else (project_root() or Path.cwd().resolve()) / path
+
+
+def user_cache() -> Path:
+    """``$XDG_CACHE_HOME/connect-zero-pipeline`` (default ``~/.cache/...``): what is the same
+    for every project of a machine and costs seconds to make, kept once per library version
+    (an empty MLflow store, the ONNX graph of each architecture). Never a project's data."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "connect-zero-pipeline"

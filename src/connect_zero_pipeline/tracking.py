@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from .internals import experiment_in_store, relocate_artifacts
+from .project import user_cache
 
 log = logging.getLogger(__name__)
 
@@ -175,29 +176,25 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
             relocate_artifacts(db, name, artifacts_dir)
 
 
-TEMPLATES = (
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connect-zero-pipeline"
-)
-"""Where :func:`empty_store` keeps the empty store of each MLflow version."""
-
 
 def empty_store() -> Path | None:
     """An MLflow sqlite store of the installed MLflow with its schema and nothing else, made
-    once per MLflow version in the user's cache folder (MLflow's schema migrations take about
-    2 s a store); None where that folder cannot be written."""
+    once per MLflow version in the user's cache folder (:func:`.project.user_cache`; MLflow's
+    schema migrations take about 2 s a store); None where that folder cannot be written."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    path = TEMPLATES / f"mlflow-{mlflow.__version__}-empty.db"
+    folder = user_cache()
+    path = folder / f"mlflow-{mlflow.__version__}-empty.db"
     if path.exists():
         return path
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}")
     try:
-        TEMPLATES.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         MlflowClient(tracking_uri=f"sqlite:///{tmp}").search_experiments()  # creates, migrates
         os.replace(tmp, path)  # whole, or not at all: another process may be making it too
     except Exception as exc:  # a read-only home, a full disk: the store is made in place
-        log.debug("No empty MLflow store in %s: %s", TEMPLATES, exc)
+        log.debug("No empty MLflow store in %s: %s", folder, exc)
         tmp.unlink(missing_ok=True)
         return None
     return path

@@ -109,13 +109,13 @@ def test_a_failing_parity_gate_writes_nothing(project, monkeypatch):
     _save_latest_model(project)
     real_export = core_export.export_onnx
 
-    def broken_export(model, opset, meta=None):
+    def broken_export(model, opset, meta=None, graphs=None):
         # A deliberately wrong export: the policy head's bias is off by 1e-3.
         broken = build_model(model.config)
         broken.load_state_dict(model.state_dict())
         with torch.no_grad():
             broken.policy.bias += 1e-3
-        return real_export(broken, opset)
+        return real_export(broken, opset, graphs=graphs)
 
     monkeypatch.setattr("connect_zero_pipeline.pipelines.export.nodes.export_onnx", broken_export)
     with pytest.raises(

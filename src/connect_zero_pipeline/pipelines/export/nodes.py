@@ -13,6 +13,7 @@ from ...core.evaluation import solver_set_metrics
 from ...core.export import check_parity, export_onnx, onnx_info
 from ...core.inference import torch_evaluate_fn
 from ...params.schema import parse_section
+from ...project import user_cache
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ def export_onnx_model(
         "solver.acc": strength["acc"],
         "solver.weak_acc": strength["weak_acc"],
     }
-    data = export_onnx(model, cfg.opset, meta=meta)
+    data = export_onnx(model, cfg.opset, meta=meta,
+                       graphs=user_cache() / "onnx" if cfg.graph_cache else None)  # fmt: skip
     report = check_parity(model, data, cfg.parity_positions, cfg.parity_seed, cfg.parity_atol)
     metrics = {
         "parity_max_abs_diff_logits": report.max_abs_diff_logits,
