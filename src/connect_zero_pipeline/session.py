@@ -7,11 +7,13 @@ validated once, a resume is checked and the start point resolved, into one immut
 that name nothing in the run's pipelines are refused next (Kedro itself filters only
 after its hooks have written), and the MLflow store is prepared.
 
-**The hooks.** The session registers the run's own hooks, each given the run's
-:class:`.run.RunLife` (which holds the context): :class:`.run.RunLife` itself (the
-manifest, the pinned versions, the start point), :class:`.hooks.GenerationRunsHook` (the
-MLflow children) and :class:`.summary.RunSummaryHook`. ``settings.HOOKS`` holds the
-stateless rest.
+**The hooks.** Once the run is planned, the session registers the run's own hooks, each
+given the run's :class:`.run.RunLife` (which holds the context): :class:`.run.RunLife`
+itself (the manifest, the pinned versions, the start point),
+:class:`.generation_runs.GenerationRunsHook` (the MLflow children) and
+:class:`.summary.RunSummaryHook` (so a run its plan refuses imports none of MLflow).
+``settings.HOOKS`` holds the stateless rest. **The runner** is the one ``kedro run
+--runner`` named, else the recipe's (:func:`chosen_runner`).
 
 **The pipelines.** Their shape comes from structural parameters
 (:mod:`.pipelines.structure`): Kedro builds them inside :func:`.pipelines.structure.reading`

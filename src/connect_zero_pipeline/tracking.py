@@ -176,7 +176,6 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
             relocate_artifacts(db, name, artifacts_dir)
 
 
-
 def empty_store() -> Path | None:
     """An MLflow sqlite store of the installed MLflow with its schema and nothing else, made
     once per MLflow version in the user's cache folder (:func:`.project.user_cache`; MLflow's
