@@ -22,9 +22,10 @@ needs) comes only with ``--with viz``: a run does not use it. Without ``--have``
 every dependency, kedro-viz and the build backend included, for ``offline_wheels.sh check``
 and ``install`` (``pip install -e`` from the folder alone).
 
-Prints the count and the size (MiB) of the bundle, and with ``--limit-mb`` whether it fits (exit
-status 1 when it does not). Source-only packages are built into wheels here, so the target
-builds nothing. DIR (default ``.whl``) must hold no other wheels: ``install --target`` takes
+Prints the count and the size (MiB) of the bundle, and with ``--limit-mb`` whether it fits
+(exit status 1 when it does not). The resolution is recorded in DIR (:data:`RESOLUTION`): the
+same download again resolves and downloads nothing. Source-only packages are built into
+wheels here, so the target builds nothing. DIR (default ``.whl``) must hold no other wheels: ``install --target`` takes
 every wheel there.
 """
 
@@ -187,6 +188,43 @@ def download(pip: list[str], wanted: dict[str, str], dest: Path, target: list[st
         sdist.unlink()
 
 
+def _resolve(pip, reqs, machine, target, python) -> list[dict]:
+    """The bundle's packages: resolved with no pins, then with the machine's versions that
+    every resolved requirement accepts held (module docstring)."""
+    first = resolve(pip, reqs, {}, target)
+    if not machine:
+        return first
+    try:
+        return resolve(pip, reqs, held(first, machine, python), target)
+    except RuntimeError:  # the held versions conflict among themselves: the first resolution
+        return first
+
+
+RESOLUTION = ".resolution.json"
+"""The folder's record of the resolution that made its bundle, by what it was asked (the
+project's requirements, the machine's packages, the target): the same download again
+resolves nothing (pip's resolution is most of its 15 s)."""
+
+
+def resolved(dest: Path, asked: list, resolve_now) -> list[dict]:
+    """``resolve_now()``'s result, or the one recorded in ``dest`` for the same question."""
+    import hashlib
+
+    key = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+    record = dest / RESOLUTION
+    try:
+        kept = json.loads(record.read_text())
+        if kept.get("key") == key:
+            return kept["installs"]
+    except (OSError, ValueError):
+        pass
+    installs = [{"metadata": {k: i["metadata"].get(k) for k in ("name", "version",
+                 "requires_dist")}} for i in resolve_now()]  # fmt: skip
+    dest.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"key": key, "installs": installs}))
+    return installs
+
+
 def wheel_name(path: Path) -> str:
     return canonical(path.name.split("-")[0])
 
@@ -229,17 +267,12 @@ def main(argv: list[str]) -> int:
     if args.have is None:
         reqs += BUILD
     target = target_args(args.python, args.manylinux)
+    dest = args.dir.resolve()
     pip = pip_command()
-    first = resolve(pip, reqs, {}, target)
-    try:
-        installs = (
-            resolve(pip, reqs, held(first, machine, args.python), target) if machine else first
-        )
-    except RuntimeError:  # the held versions conflict among themselves: the first resolution
-        installs = first
+    installs = resolved(dest, [reqs, machine, target], lambda: _resolve(pip, reqs, machine,
+                                                                          target, args.python))  # fmt: skip
     needed = {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
     lacking = {n: v for n, v in needed.items() if n not in machine and n != "torch"}
-    dest = args.dir.resolve()
     dest.mkdir(parents=True, exist_ok=True)
     others = sorted(w.name for w in dest.glob("*.whl") if wheel_name(w) not in lacking)
     if others:
