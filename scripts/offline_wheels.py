@@ -25,8 +25,8 @@ and ``install`` (``pip install -e`` from the folder alone).
 Prints the count and the size (MiB) of the bundle, and with ``--limit-mb`` whether it fits
 (exit status 1 when it does not). The resolution is recorded in DIR (:data:`RESOLUTION`): the
 same download again resolves and downloads nothing. Source-only packages are built into
-wheels here, so the target builds nothing. DIR (default ``.whl``) must hold no other wheels: ``install --target`` takes
-every wheel there.
+wheels here, so the target builds nothing. DIR (default ``.whl``) must hold no other wheels:
+``install --target`` takes every wheel there.
 """
 
 from __future__ import annotations
