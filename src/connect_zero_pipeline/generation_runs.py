@@ -22,12 +22,13 @@ import logging
 import re
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import mlflow
 from kedro.framework.hooks import hook_impl
-from mlflow.entities import Param
+from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from .naming import (
@@ -209,15 +210,18 @@ class GenerationRunsHook:
             local = name.rsplit(".", 1)[-1]
             stage = stage_of(name)
             if stage is not None and isinstance(value, dict):
+                now = int(time.time() * 1000)
+                metrics = []
                 for key, metric in value.items():
                     if isinstance(metric, (int, float)):
                         full = metric_name(stage, key)
-                        self._client.log_metric(run_id, full, float(metric), step=generation)
-                        self._client.log_metric(self._parent, full, float(metric), step=generation)
+                        metrics.append(Metric(full, float(metric), now, generation))
                         if stage == EVAL_STAGE and key in _HEADLINE_KEYS:  # first on the page
-                            for run in (self._parent, run_id):
-                                self._client.log_metric(run, HEADLINE_SECTION + full,
-                                                        float(metric), step=generation)  # fmt: skip
+                            metrics.append(Metric(HEADLINE_SECTION + full, float(metric), now,
+                                                  generation))  # fmt: skip
+                for run in (run_id, self._parent):  # one write a run: MLflow's batch limit is 1,000
+                    for i in range(0, len(metrics), 1000):
+                        self._client.log_batch(run, metrics=metrics[i : i + 1000])
                 if stage == EVAL_STAGE:  # the child's description: its headline in one line
                     self._client.set_tag(run_id, NOTE_TAG, f"{namespace}: {headline_line(value)}")
             elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
