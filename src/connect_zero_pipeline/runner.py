@@ -29,6 +29,7 @@ import ctypes
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
@@ -86,9 +87,17 @@ class OverlapRunner(ThreadRunner):
         return StoppingExecutor(max_workers, lambda task: rank.get(getattr(task, "node", None), 0))
 
 
+SETTLE_S = 0.02
+"""How long a free thread waits after a submission before it takes work: Kedro submits the
+nodes that became ready together in one loop, so they are all queued, and ordered, first
+(a node runs for seconds; on a loaded machine the loop can take longer, and the order is
+then as good as the queue was)."""
+
+
 class StoppingExecutor(Executor):
-    """Threads that take the submitted call of the highest ``priority`` first, and that are
-    interrupted when the block using the executor ends with an exception."""
+    """Threads that take the submitted call of the highest ``priority`` first (of those
+    submitted together: :data:`SETTLE_S`), and that are interrupted when the block using the
+    executor ends with an exception."""
 
     def __init__(self, max_workers: int, priority: Callable[[Any], int]):
         self._max_workers = max(1, max_workers)
@@ -99,6 +108,7 @@ class StoppingExecutor(Executor):
         self._threads: list[threading.Thread] = []
         self._running: dict[int, Future] = {}  # thread ident -> the future it works on
         self._closed = False
+        self._last_submit = 0.0
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
@@ -107,6 +117,7 @@ class StoppingExecutor(Executor):
                 raise RuntimeError("cannot submit to an executor that is shut down")
             heapq.heappush(self._queue, (-self._priority(fn), next(self._order), future, fn,
                                          args, kwargs))  # fmt: skip
+            self._last_submit = time.monotonic()
             idle = len(self._threads) - len(self._running)
             if idle < len(self._queue) and len(self._threads) < self._max_workers:
                 thread = threading.Thread(target=self._work, name=f"node-{len(self._threads)}",
@@ -121,10 +132,16 @@ class StoppingExecutor(Executor):
         try:
             while True:
                 with self._cv:
-                    while not self._queue and not self._closed:
-                        self._cv.wait()
-                    if not self._queue:
-                        return
+                    while True:
+                        if not self._queue:
+                            if self._closed:
+                                return
+                            self._cv.wait()
+                            continue
+                        settle = SETTLE_S - (time.monotonic() - self._last_submit)
+                        if settle <= 0 or self._closed:
+                            break
+                        self._cv.wait(settle)  # the rest of a batch of ready nodes, first
                     _, _, future, fn, args, kwargs = heapq.heappop(self._queue)
                     if not future.set_running_or_notify_cancel():
                         continue
