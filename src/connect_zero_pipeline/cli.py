@@ -24,9 +24,12 @@ import contextlib
 import difflib
 import errno
 import logging
+import os
 import pkgutil
 import re
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -193,17 +196,21 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     kwargs["runner"] = kwargs.get("runner") or RECIPE_RUNNER  # the session picks the recipe's
     tidy_logs(verbose)
     try:
-        return _kedro_run.callback(**kwargs)
+        with _stops_handled():
+            return _kedro_run.callback(**kwargs)
     except click.ClickException:
         raise
     except KeyboardInterrupt as stop:
         if verbose:
             raise
-        from .commands.interrupts import EXIT_INTERRUPTED, INTERRUPTED
+        from .commands.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED
+        from .errors import Terminated
 
-        click.echo(INTERRUPTED, err=True)
-        _resume_hint(stop, "failed (interrupted)", fix=False)
-        sys.exit(EXIT_INTERRUPTED)
+        terminated = isinstance(stop, Terminated)
+        click.echo(TERMINATED if terminated else INTERRUPTED, err=True)
+        _resume_hint(stop, "failed (terminated)" if terminated else "failed (interrupted)",
+                     fix=False)  # fmt: skip
+        sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     except Exception as exc:
         message = None if verbose else user_error(exc, pipelines)
         if message is None:  # a bug: its traceback, then how to go on once fixed
@@ -219,17 +226,80 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
 def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = True) -> bool:
     """Print ``before`` and the one way to go on with the run that ``error`` ended as ``how``
     (``make resume RUN=<id>``; after an error, "once fixed"; after an interrupt, nothing to
-    fix); False, printing nothing, when no run had started."""
-    from .errors import run_of
+    fix); False, printing nothing, when no run had started. A run whose manifest could not
+    record its end is said to be so, with why (it reads as interrupted)."""
+    from .errors import run_of, unrecorded
 
     run_id = run_of(error)
     if not run_id:
         return False
     click.echo(before, err=True, nl=False)
+    why = unrecorded(error)
+    if why:
+        click.echo(f"Run {run_id} could not be recorded as {how}: its manifest cannot be "
+                   f"written ({why}). Once data/ can be written again, resume it: make resume "
+                   f"RUN={run_id}", err=True)  # fmt: skip
+        return True
     when = "once fixed, " if fix else ""
     click.echo(f"Run {run_id} is recorded as {how}; {when}resume it: make resume RUN={run_id}",
                err=True)  # fmt: skip
     return True
+
+
+STOPPING = "Stopping..."
+"""What a run says at once when a Ctrl-C or a SIGTERM arrives (it ends with ``Interrupted.`` or
+``Terminated.`` once its workers are stopped and its record written)."""
+TERMINATED = "Terminated."
+
+
+class _Stop:
+    """The run's handler of SIGINT and SIGTERM (:func:`_stops_handled`): says
+    :data:`STOPPING` at once, then raises ``KeyboardInterrupt`` (SIGINT) or
+    :class:`.errors.Terminated` (SIGTERM) where the main thread is, so both stop the run the
+    same way. A second SIGTERM ends the process at once (its workers die with it; the run,
+    left ``running``, reads as interrupted and resumes whole). Code that must not be cut
+    (``executors.local``'s hand-over of shards) holds the signal and calls
+    :meth:`acknowledge` meanwhile."""
+
+    def __init__(self) -> None:
+        self.said = False
+        self.terminating = False
+
+    def acknowledge(self) -> None:
+        if not self.said:
+            self.said = True
+            with contextlib.suppress(OSError):
+                os.write(sys.stderr.fileno(), f"{STOPPING}\n".encode())
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        from .errors import Terminated
+
+        if signum == signal.SIGTERM:
+            if self.terminating:
+                from .commands.interrupts import EXIT_TERMINATED
+
+                os._exit(EXIT_TERMINATED)
+            self.terminating = True
+            self.acknowledge()
+            raise Terminated()
+        self.acknowledge()
+        raise KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def _stops_handled():
+    """SIGINT and SIGTERM handled by :class:`_Stop` in the block (main thread only), then the
+    handlers that were there before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stop = _Stop()
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 run = click.Command(

@@ -31,6 +31,8 @@ says which:
   address is read without opening the store through MLflow (which would create or migrate
   it). Both are written for :data:`MLFLOW_SCHEMA`, MLflow's schema revision:
   ``tests/test_internals.py`` fails when the installed MLflow makes stores of another.
+- **A process pool's workers** (:func:`kill_pool_workers`): a stopped run kills them
+  (``ProcessPoolExecutor._processes``; public from Python 3.14 as ``kill_workers``).
 - **Kedro's errors in words** (:func:`unknown_nodes`, :func:`dataset_failure`): Kedro
   raises a plain ``ValueError`` for unknown node names, whose text is the only record of
   them; a dataset's failure is a ``DatasetError`` (matched by type) whose first line names
@@ -248,3 +250,15 @@ def _read(db: Path, sql: str, *args) -> tuple | None:
             return conn.execute(sql, args).fetchone()
     except sqlite3.Error:
         return None
+
+
+def kill_pool_workers(pool: Any) -> int:
+    """SIGKILL every worker process of a ``ProcessPoolExecutor`` (its ``_processes``; Python
+    3.14's ``kill_workers`` does this): a stopped run ends its workers at once, those still
+    starting too, instead of waiting for them to start. Returns how many were signalled."""
+    killed = 0
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):  # already gone
+            process.kill()
+            killed += 1
+    return killed

@@ -18,6 +18,10 @@ def error_text(error: BaseException) -> str:
 
 def error_line(error: BaseException) -> str:
     """An error in one line, as a run's manifest records it."""
+    from .errors import Terminated
+
+    if isinstance(error, Terminated):
+        return "terminated (SIGTERM)"
     if isinstance(error, KeyboardInterrupt):
         return "interrupted (Ctrl-C)"
     from .tracking import store_line

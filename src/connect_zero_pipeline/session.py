@@ -101,6 +101,7 @@ class ProjectSession(KedroSession):
                 run = plan(root, params, self.store.get("env"), self.session_id, names)
                 check_filters(params, kwargs)
                 self._prepare_store(root)
+                self._remove_dead_semaphores()
                 self._register_run_hooks()
                 self.life.begin(run)
                 kwargs["runner"] = chosen_runner(kwargs.get("runner"), run.params)
@@ -112,10 +113,20 @@ class ProjectSession(KedroSession):
             print(done, flush=True)
             return {}
         except BaseException as error:
-            self._record_failure(error)
+            unrecorded = self._record_failure(error)
             if self.life.started:
-                mark_run(error, self.life.context.run_id)
+                mark_run(error, self.life.context.run_id, unrecorded)
             raise
+
+    @staticmethod
+    def _remove_dead_semaphores() -> None:
+        """What a run killed with its whole process group left in ``/dev/shm`` goes now."""
+        from .run.liveness import remove_dead_semaphores
+
+        removed = remove_dead_semaphores()
+        if removed:
+            log.info("Removed %d semaphores in /dev/shm that a stopped run left behind",
+                     len(removed))  # fmt: skip
 
     def _prepare_store(self, root: Path) -> None:
         from .tracking import prepare_store
@@ -126,11 +137,11 @@ class ProjectSession(KedroSession):
             return
         prepare_store(root, dict(mlflow_conf))
 
-    def _record_failure(self, error: BaseException) -> None:
+    def _record_failure(self, error: BaseException) -> str | None:
         """Run every project hook's ``on_pipeline_error`` for ``error`` (they do their work
         once, so after Kedro's own call this does nothing), then record the failure in the
-        manifest. A hook that fails (the MLflow store is unreachable) is logged and the
-        others still run."""
+        manifest; returns why it could not be, if it could not. A hook that fails (the
+        MLflow store is unreachable) is logged and the others still run."""
         import inspect
 
         from kedro.framework.project import settings
@@ -153,7 +164,7 @@ class ProjectSession(KedroSession):
 
                 why = store_line(exc) or " ".join(str(exc).split())[:300]
                 log.warning("%s could not record the failure: %s", type(hook).__name__, why)
-        self.life.fail(error)
+        return self.life.fail(error)
 
 
 def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:

@@ -277,3 +277,31 @@ def test_play_rejects_a_bad_port_and_a_table_as_a_model(pons_project):
     assert res.returncode != 0
     assert "catalog entry 'pons_positions' is not a model (it holds a DataFrame)" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_the_semaphore_cleanup_removes_a_dead_processes_and_never_a_live_ones(tmp_path):
+    """A run's start removes the semaphores that dead processes left in /dev/shm (a group
+    killed with kill -9: tests/reliability/test_run_identity.py) and none that a live process
+    has open, whatever name the C library mapped it under."""
+    import glob
+    import multiprocessing
+
+    from connect_zero_pipeline.run.liveness import SHARED_MEMORY, remove_dead_semaphores
+
+    before = set(glob.glob(str(SHARED_MEMORY / "sem.mp-*")))
+    live = multiprocessing.get_context("spawn").Lock()  # this process made it: it is open
+    ours = set(glob.glob(str(SHARED_MEMORY / "sem.mp-*"))) - before
+    assert ours, "the lock made no named semaphore"
+    # A dead process's: a child makes one, then its process group is killed (it and the
+    # resource tracker that would have removed it), as kill -9 of a run's group does.
+    code = ("import multiprocessing, os; l = multiprocessing.get_context('spawn').Lock(); "
+            "print(l._semlock.name, flush=True); os.killpg(0, 9)")  # fmt: skip
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           start_new_session=True)  # fmt: skip
+    dead = SHARED_MEMORY / f"sem.{child.stdout.strip().lstrip('/')}"
+    assert child.returncode == -signal.SIGKILL and dead.exists()
+    removed = remove_dead_semaphores(min_age_s=0)
+    assert dead.name in removed and not dead.exists()
+    assert all(Path(name).exists() for name in ours)  # the live lock's file stays
+    live.acquire()
+    live.release()

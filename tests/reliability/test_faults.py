@@ -237,7 +237,11 @@ def test_a_read_only_store_is_refused_before_anything_is_written(store_project):
 # ---------------------------------------------------------------------------
 
 
-def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
+def test_ctrl_c_and_sigterm_stop_a_run_and_mark_it_failed_everywhere(pons_project):
+    """A Ctrl-C (SIGINT to the terminal's process group) during the first generation, then a
+    SIGTERM (a scheduler's stop: to the process alone) during its resume: each says
+    ``Stopping...`` at once, ends with its message, the resume line and its exit status, and
+    marks the run failed in its manifest and in MLflow (the parent and the running child)."""
     from tests.helpers import mlflow_client
 
     project = pons_project
@@ -245,31 +249,63 @@ def test_ctrl_c_in_a_run_exits_130_and_marks_it_failed_everywhere(pons_project):
     # so the signal lands mid-run however slowly this test reads the output. Two self-play
     # workers, kept between generations: the Ctrl-C reaches them too, as at a terminal.
     params = cli_params({**TINY_CLI, "alphazero.num_generations": 2, "selfplay.node.workers": 2})
-    proc = kedro_cli(project, "run", "--params", params, wait=False, terminal=True)
+    rest, code = _stopped(kedro_cli(project, "run", "--params", params, wait=False,
+                                    terminal=True), "Running node: train", group=signal.SIGINT)  # fmt: skip
+    assert code == 130
+    (manifest,) = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
+    assert manifest["status"] == "failed" and manifest["error"] == "interrupted (Ctrl-C)"
+    run_id = manifest["run_id"]
+    _one_stop(rest, "Interrupted.", f"Run {run_id} is recorded as failed (interrupted); resume "
+              f"it: make resume RUN={run_id}")  # fmt: skip
+    _marked_failed(mlflow_client(project), run_id, "gen_001")
+    # The resume, stopped by SIGTERM in its first node to run: the same, with its own words.
+    resume = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}",
+                       wait=False, terminal=True)  # fmt: skip
+    rest, code = _stopped(resume, "Running node: train", alone=signal.SIGTERM)
+    assert code == 143
+    manifest = json.loads((project / "data/runs" / f"{run_id}.json").read_text())
+    assert manifest["status"] == "failed" and manifest["error"] == "terminated (SIGTERM)"
+    _one_stop(rest, "Terminated.", f"Run {run_id} is recorded as failed (terminated); resume "
+              f"it: make resume RUN={run_id}")  # fmt: skip
+    _marked_failed(mlflow_client(project), run_id, "gen_001")
+
+
+def _stopped(proc, line: str, group: int | None = None, alone: int | None = None):
+    """Send a signal to ``proc`` (its group, or it alone) once it prints ``line``; the rest of
+    its output and its exit status."""
     try:
-        wait_for_line(proc, "Running node: train")
-        assert proc.poll() is None, "the run ended before the test could interrupt it"
-        os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole group
+        wait_for_line(proc, line)
+        assert proc.poll() is None, "the run ended before the test could stop it"
+        if group is not None:
+            os.killpg(proc.pid, group)  # the terminal's Ctrl-C: the whole group
+        else:
+            os.kill(proc.pid, alone)  # a scheduler's: the process
         rest = proc.stdout.read()
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.stdout.close()
-    assert proc.returncode == 130
-    (manifest,) = [json.loads(p.read_text()) for p in (project / "data/runs").glob("*.json")]
-    assert manifest["status"] == "failed" and manifest["error"] == "interrupted (Ctrl-C)"
-    # One line and the resume line (log records of what was under way may come first), and
-    # nothing from the workers: no traceback, no KeyboardInterrupt.
-    run_id = manifest["run_id"]
+    return rest, proc.returncode
+
+
+def _one_stop(rest: str, said: str, resume_line: str) -> None:
+    """``Stopping...`` first, then the message and the resume line last; only log records
+    between (of what was under way), nothing from the workers: no traceback."""
     lines = [line for line in rest.splitlines() if line.strip()]
-    assert lines[-2:] == ["Interrupted.", f"Run {run_id} is recorded as failed (interrupted); "
-                          f"resume it: make resume RUN={run_id}"], rest  # fmt: skip
-    assert all(re.match(r"\d\d:\d\d:\d\d (INFO|WARNING) ", line) for line in lines[:-2]), rest
-    runs = mlflow_client(project).search_runs(["1"])
-    statuses = {"parent" if "mlflow.parentRunId" not in r.data.tags else r.info.run_name:
-                r.info.status for r in runs}  # fmt: skip
-    assert statuses["parent"] == "FAILED" and statuses["gen_001"] == "FAILED"
+    assert lines[-2:] == [said, resume_line], rest
+    assert "Stopping..." in lines[:-2], rest
+    others = [line for line in lines[:-2] if line != "Stopping..."]
+    assert all(re.match(r"\d\d:\d\d:\d\d (INFO|WARNING) ", line) for line in others), rest
+
+
+def _marked_failed(client, run_id: str, child: str) -> None:
+    """The run's MLflow parent and its child ``child`` ended FAILED."""
+    parent = next(r for r in client.search_runs(["1"], f"tags.run_id = '{run_id}'")
+                  if "mlflow.parentRunId" not in r.data.tags)  # fmt: skip
+    children = client.search_runs(["1"], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    statuses = {r.info.run_name: r.info.status for r in children}
+    assert parent.info.status == "FAILED" and statuses[child] == "FAILED", statuses
 
 
 def test_no_version_is_left_partial_when_a_save_fails(tmp_path):

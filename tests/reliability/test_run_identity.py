@@ -19,7 +19,7 @@ from connect_zero_pipeline.commands.curve import run_heading
 from connect_zero_pipeline.commands.runs import runs_table
 from connect_zero_pipeline.config_loader import project_config
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
-from connect_zero_pipeline.run.liveness import run_status
+from connect_zero_pipeline.run.liveness import open_inodes, run_status
 from connect_zero_pipeline.run.manifest import claim_manifest, known_runs, read_manifest
 from tests.helpers import (
     FINISHED_RUN,
@@ -38,6 +38,7 @@ from tests.helpers import (
 # The tests that copy the session's shared finished run are this module's: make test's
 # pytest -n --dist loadfile runs them in one worker, so that the run is made once.
 pytestmark = pytest.mark.slow
+SHM = Path("/dev/shm")
 
 
 def _runs(project: Path) -> list:
@@ -50,15 +51,24 @@ def _run_file(project: Path, relpath: str, run_id: str) -> Path:
     return project / relpath / run_id / Path(relpath).name
 
 
-def _kill_at(project: Path, args: tuple[str, ...], line: str) -> None:
-    """Start ``kedro <args>`` in ``project`` and kill it (SIGKILL) once it prints ``line``."""
-    proc = kedro_cli(project, *args, wait=False)
+def _kill_at(project: Path, args: tuple[str, ...], line: str, group: bool = False) -> set[str]:
+    """Start ``kedro <args>`` in ``project`` and kill it (SIGKILL) once it prints ``line``: the
+    process, or with ``group`` its whole process group (its workers and multiprocessing's
+    resource tracker too). Returns the semaphores in /dev/shm it had open."""
+    proc = kedro_cli(project, *args, wait=False, terminal=group)
+    held: set[str] = set()
     try:
         wait_for_line(proc, line)
+        inodes = open_inodes(SHM, [proc.pid])
+        held = {p.name for p in SHM.glob("sem.mp-*") if p.stat().st_ino in inodes}
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         proc.stdout.close()
+    return held
 
 
 def _snapshot(project: Path) -> dict[str, bytes]:
@@ -84,8 +94,12 @@ def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> Non
 def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_path):
     source, earlier_id = finished_run
     project = copy_project(source, tmp_path / "project")  # it already holds a finished run
-    params = cli_params(FINISHED_RUN)  # the same recipe: only the run ids tell them apart
-    _kill_at(project, ("run", "--params", params), "Generation 2 training on")  # gen_002's games
+    # The same recipe: only the run ids tell them apart (its self-play on two worker processes
+    # changes where it plays, not what). Killed with its whole group: the resource tracker that
+    # would have removed its semaphores dies too.
+    params = cli_params({**FINISHED_RUN, "selfplay.node.workers": 2})
+    held = _kill_at(project, ("run", "--params", params), "Generation 2 training on", group=True)
+    assert held and all((SHM / name).exists() for name in held)  # left behind by the kill
     (run_id,) = set(known_runs(project)) - {earlier_id}
     killed = read_manifest(project, run_id)
     assert killed["status"] == "running"  # killed: it could not record its end
@@ -97,6 +111,7 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     # The resume names only the run: its --params come from the run's manifest.
     resumed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert not [name for name in held if (SHM / name).exists()]  # the resume removed them
     _assert_own_lineage(project, run_id, 2)
     start = _run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet", run_id)
     assert pd.read_parquet(start).empty  # started from scratch: generation 0 has no games

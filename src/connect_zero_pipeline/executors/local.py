@@ -40,6 +40,7 @@ from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import merge_shards, self_play, shard_slots
+from ..internals import kill_pool_workers
 from .settings import NodeSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -96,11 +97,11 @@ class _QuietStartProcess(SpawnProcess):
     format); ignoring SIGINT until :func:`init_worker` sets its quiet handler leaves the
     interrupt to the run's process alone. An ignored signal stays ignored across ``exec``
     (and Python then installs no handler of its own), so the parent ignores SIGINT for the
-    moment it starts the process (:func:`_sigint_handled`).
+    moment it starts the process (:func:`_signals_handled`).
     """
 
     def start(self) -> None:
-        with _sigint_handled(signal.SIG_IGN):
+        with _signals_handled(signal.SIG_IGN):
             return super().start()
 
 
@@ -237,8 +238,8 @@ def local_self_play(
             close_pools()
             if attempt == 2:
                 raise
-        except BaseException:  # a Ctrl-C while the workers start: some shards are sent
-            _give_up(shard_pool)
+        except BaseException as exc:  # a Ctrl-C while the workers start: some shards are sent
+            _give_up(shard_pool, stopped=isinstance(exc, KeyboardInterrupt))
             raise
     tables: list[pd.DataFrame | None] = [None] * workers
     compile_s = 0.0
@@ -258,10 +259,10 @@ def local_self_play(
                     bar.update(shard_pool.steps.get_nowait())
                 except queue_module.Empty:
                     break
-    except BaseException:
+    except BaseException as exc:
         for fut in pending:
             fut.cancel()
-        _give_up(shard_pool)
+        _give_up(shard_pool, stopped=isinstance(exc, KeyboardInterrupt))
         raise
     finally:
         if bar is not None:
@@ -273,40 +274,59 @@ def local_self_play(
 
 @contextlib.contextmanager
 def _interrupt_deferred():
-    """A Ctrl-C in the block is raised as it ends, not inside it.
+    """A Ctrl-C or a SIGTERM in the block is raised as it ends, not inside it.
 
     ``ProcessPoolExecutor.submit`` starts workers and feeds its queues; a KeyboardInterrupt
     raised in the middle of that left a started worker that never got its shutdown, and
     closing the pool then waited for it forever. The signal is handed to the handler that
-    was there before once the block is done.
+    was there before once the block is done; meanwhile that handler's ``acknowledge``, if it
+    has one (the run's: ``Stopping...``), is called at once.
     """
     caught: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in _STOPS}
+
+    def hold(signum, frame) -> None:
+        caught.append(signum)
+        acknowledge = getattr(previous[signum], "acknowledge", None)
+        if acknowledge is not None:
+            acknowledge()
+
     try:
-        with _sigint_handled(lambda signum, frame: caught.append(signum)):
+        with _signals_handled(hold, _STOPS):
             yield
     finally:
         if caught:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(caught[0])
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop a run (``kedro run`` handles both as a stop)."""
 
 
 @contextlib.contextmanager
-def _sigint_handled(handler):
-    """SIGINT goes to ``handler`` in the block, then to the handler that was there before.
+def _signals_handled(handler, signals=(signal.SIGINT,)):
+    """``signals`` go to ``handler`` in the block, then to the handlers that were there before.
     Off the main thread, where Python cannot change a handler, the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
-def _give_up(shard_pool: _ShardPool) -> None:
-    """A failed or interrupted generation: the shards not begun play nothing (the workers
-    read the pool's cancel event), and no busy worker is left behind."""
+def _give_up(shard_pool: _ShardPool, stopped: bool = False) -> None:
+    """A failed or interrupted generation: the shards not begun play nothing and a shard
+    playing stops at its next step (the workers read the pool's cancel event), and no busy
+    worker is left behind. ``stopped`` (a Ctrl-C or a SIGTERM): the workers are ended at
+    once, those still starting too (importing torch takes seconds; nothing of theirs is
+    kept)."""
     shard_pool.cancelled.set()
+    if stopped:
+        kill_pool_workers(shard_pool.pool)
     close_pools()
 
 

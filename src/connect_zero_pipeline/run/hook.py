@@ -143,11 +143,13 @@ class RunLife:
         """Record that the run finished: the session calls it after the run's last write."""
         self._end("finished")
 
-    def fail(self, error: BaseException) -> None:
-        """Record that the run failed with ``error`` (once; later calls do nothing). A manifest
-        that cannot be written (a full disk) is left ``running``: :func:`.liveness.run_status`
-        then reads ``interrupted``."""
+    def fail(self, error: BaseException) -> str | None:
+        """Record that the run failed with ``error`` (once; later calls do nothing); returns
+        None, or why the manifest could not be written (a full disk, a read-only ``data/``):
+        it is then left ``running``, which :func:`.liveness.run_status` reads as
+        ``interrupted`` once the process is gone."""
         try:
             self._end("failed", error)
         except OSError as exc:
-            log.warning("Could not record the run's failure in its manifest: %s", exc)
+            return f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}"
+        return None
