@@ -13,7 +13,8 @@ order the run reaches them, appending one JSON line per event to ``CZ_FAULT_LOG`
 ``CZ_FAULT_AT=k`` makes write point ``k`` (1-based) fail with ``OSError(ENOSPC)`` the way a
 full disk does: inside it, the first write to a file writes half its bytes and raises; a
 store write raises before it changes anything; a point that wrote nothing raises at its
-end. Every load of a versioned file is logged with the sha256 of the bytes read, so a test
+end. With ``CZ_FAULT_STICKY=1`` the disk stays full: every later point fails too (the run
+cannot record its own failure: a ``data/`` folder made read-only mid-run). Every load of a versioned file is logged with the sha256 of the bytes read, so a test
 can show that no partial version was ever read.
 """
 
@@ -47,6 +48,7 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
     import threading
 
     _AT = int(os.environ.get("CZ_FAULT_AT", "0"))
+    _STICKY = os.environ.get("CZ_FAULT_STICKY") == "1"
     _state = threading.local()
     _count = 0
     _armed = False  # inside the faulted write point: the next write fails
@@ -102,7 +104,7 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
             return call(*args, **kwargs)
         _count += 1
         _event(point=_count, kind=kind, name=name)
-        faulted = _count == _AT
+        faulted = _count == _AT or (_STICKY and 0 < _AT < _count)
         if faulted and kind == "mlflow":
             raise _disk_full(name)
         _armed = faulted

@@ -7,7 +7,9 @@ full disk does, then ``make resume``'s command runs with the fault removed. Ever
 
 - the failed run exits non-zero, with one message and no traceback, and its manifest says
   ``failed`` (never ``running``); a point before the run began (creating the MLflow
-  store) leaves no manifest and no output, and the run is simply started again;
+  store) leaves no manifest and no output, and the run is simply started again; with the
+  disk staying full (``sticky``: ``data/`` read-only), the manifest cannot say ``failed``:
+  the run says so, and reads as interrupted;
 - the resumed run exits 0 and its manifest says ``finished``;
 - the outputs hash the same as the clean run's (the content: Parquet rows, model weights,
   ONNX initializers, metrics without timings, the play page's files);
@@ -46,9 +48,12 @@ _TIMING = re.compile(r"seconds|per_s$")
 _RUN_ID = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z")
 
 
-def kedro(project: Path, *args: str, log: Path, fault_at: int = 0) -> subprocess.CompletedProcess:
-    """``kedro <args>`` in ``project`` with the fault shim on (point ``fault_at`` fails; 0: none)."""
+def kedro(project: Path, *args: str, log: Path, fault_at: int = 0,
+          sticky: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+    """``kedro <args>`` in ``project`` with the fault shim on (point ``fault_at`` fails; 0:
+    none; ``sticky``: every later point too)."""
     env = {
+        "CZ_FAULT_STICKY": "1" if sticky else "0",
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(SHIM), os.environ.get("PYTHONPATH")])),
         "CZ_FAULT_LOG": str(log),
@@ -152,12 +157,14 @@ def clean_run(template: Path, work: Path) -> tuple[list[dict], dict[str, str]]:
     return points, outputs(project, run_id)
 
 
-def check_point(template: Path, work: Path, k: int, clean: dict[str, str]) -> dict:
-    """Fail write point ``k``, resume, and check everything the module docstring lists."""
-    project = work / f"point_{k:03d}"
+def check_point(template: Path, work: Path, k: int, clean: dict[str, str],
+                sticky: bool = False) -> dict:  # fmt: skip
+    """Fail write point ``k`` (``sticky``: and every later one, so the run cannot record its
+    failure), resume, and check everything the module docstring lists."""
+    project = work / f"point_{k:03d}{'_sticky' if sticky else ''}"
     shutil.copytree(template, project)
-    log = work / f"point_{k:03d}.jsonl"
-    failed = kedro(project, "run", "--params", PARAMS, log=log, fault_at=k)
+    log = work / f"{project.name}.jsonl"
+    failed = kedro(project, "run", "--params", PARAMS, log=log, fault_at=k, sticky=sticky)
     faults = [e for e in events(log) if "fault" in e]
     assert faults, f"point {k}: the fault never fired"
     what = f"point {k} ({faults[0]['during']})"
@@ -170,10 +177,18 @@ def check_point(template: Path, work: Path, k: int, clean: dict[str, str]) -> di
         resumed = kedro(project, "run", "--params", PARAMS, log=log)  # so: run it again
     else:
         record = manifest(project)
-        assert record["status"] == "failed", f"{what}: manifest {record['status']}"
-        assert "No space left on device" in record.get("error", ""), f"{what}: {record}"
         out = failed.stdout + failed.stderr  # the one way to go on, not Kedro's --from-nodes
         assert f"make resume RUN={record['run_id']}" in out and "--from-nodes" not in out, what
+        if sticky:  # it could not record its failure: it says so, and reads as interrupted
+            from connect_zero_pipeline.run.liveness import run_status
+
+            assert record["status"] == "running" and run_status(record) == "interrupted", what
+            assert (f"Run {record['run_id']} could not be recorded as failed: its manifest "
+                    "cannot be written (No space left on device") in out, f"{what}: {out[-2000:]}"  # fmt: skip
+            assert "is recorded as failed" not in out, what
+        else:
+            assert record["status"] == "failed", f"{what}: manifest {record['status']}"
+            assert "No space left on device" in record.get("error", ""), f"{what}: {record}"
         resumed = kedro(project, "run", "--only-missing-outputs", "--params",
                         f"{PARAMS},resume={record['run_id']}", log=log)  # fmt: skip
     assert resumed.returncode == 0, f"{what}: resume failed\n{resumed.stderr[-3000:]}"

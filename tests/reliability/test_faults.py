@@ -60,7 +60,11 @@ def test_a_full_disk_at_a_write_point_fails_the_run_cleanly_and_it_resumes_whole
 ):
     template, work, points, clean = sweep_base
     k = sweep.sample(points, 3, SAMPLE_SEED)[position]
-    report = sweep.check_point(template, work, k, clean)  # asserts everything; see sweep.py
+    kind = next(e["kind"] for e in points if e["point"] == k)
+    # The dataset save's point keeps failing after it (data/ read-only mid-run): the run
+    # cannot record its own failure, and must say so.
+    sticky = kind == "dataset"
+    report = sweep.check_point(template, work, k, clean, sticky=sticky)  # see sweep.py
     assert report["loads"] > 0
 
 
