@@ -116,22 +116,25 @@ bench: setup
 # The lineage with 3 generations (conf/viz): every generation has the same nodes, and
 # kedro-viz focuses one at once; focusing one in the 24-generation DAG blocked Chromium for
 # minutes. viz-full: the whole DAG (its overview; groups collapsed).
+# Each server recipe execs the server in place of its shell: a SIGTERM or Ctrl-C that make
+# gets reaches the server itself (a shell in between died without passing SIGTERM on), and
+# the server stops with make if make is killed outright (commands/interrupts.py).
 VIZ_PORT ?= 4141
 viz: setup
-	@trap : INT; KEDRO_ENV=viz $(BIN)/python -m connect_zero_pipeline.commands.serve viz $(VIZ_PORT)
+	@KEDRO_ENV=viz exec $(BIN)/python -m connect_zero_pipeline.commands.serve viz $(VIZ_PORT)
 viz-full: setup
-	@trap : INT; $(BIN)/python -m connect_zero_pipeline.commands.serve viz $(VIZ_PORT)
+	@exec $(BIN)/python -m connect_zero_pipeline.commands.serve viz $(VIZ_PORT)
 
 # The store is the project's sqlite file (conf/base/mlflow.yml); the UI serves its artifacts
 # with one worker and no job runner, and prints the runs list's address last
 # (src/connect_zero_pipeline/commands/serve.py).
 MLFLOW_PORT ?= 5000
 mlflow: setup
-	@trap : INT; $(BIN)/python -m connect_zero_pipeline.commands.serve mlflow $(MLFLOW_PORT)
+	@exec $(BIN)/python -m connect_zero_pipeline.commands.serve mlflow $(MLFLOW_PORT)
 
 PLAY_PORT ?= 8000
 play: setup
-	$(BIN)/python -m connect_zero_pipeline play --web --port $(PLAY_PORT)
+	@exec $(BIN)/python -m connect_zero_pipeline play --web --port $(PLAY_PORT)
 
 SIMS  ?= 64
 MODEL ?=

@@ -1,5 +1,5 @@
 """make mlflow / make viz / make play: a taken port is refused by number before a server
-starts, and a started server stops whole, whatever stops it."""
+starts, and a started server stops whole, whatever stops it or make."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from connect_zero_pipeline.commands.serve import port_taken, serve_ui
-from tests.helpers import _as_in_a_terminal, make_project, wait_for_line
+from tests.helpers import REPO, _as_in_a_terminal, make_project, wait_for_line
 
 
 def _serve(*args: str):
@@ -76,44 +77,56 @@ def _exits(pids: set[int]) -> dict[int, int]:
     return fds
 
 
-def _left_after(fds: dict[int, int], timeout: float) -> list[int]:
-    """The processes of ``fds`` (:func:`_exits`) that have not exited within ``timeout``."""
+def _left_after(fds: dict[int, int], deadline: float) -> list[int]:
+    """The processes of ``fds`` (:func:`_exits`) that have not exited by ``deadline``
+    (``time.monotonic()``)."""
     left = []
     for pid, fd in fds.items():
-        exited, _, _ = select.select([fd], [], [], timeout)
+        exited, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         os.close(fd)
         if not exited:
             left.append(pid)
     return left
 
 
+STOPS = {  # how the test stops a server: (whom, signal)
+    "SIGTERM to make": ("make", signal.SIGTERM),
+    "Ctrl-C": ("terminal", signal.SIGINT),
+    "closed terminal": ("terminal", signal.SIGHUP),
+    "kill -9 of make": ("make", signal.SIGKILL),
+}
+
+
 @pytest.mark.slow
-def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped(tmp_path):
-    """make viz, make mlflow and make play, started as from a terminal (a session of their
-    own) and stopped by a Ctrl-C (SIGINT to the terminal's process group), a SIGTERM or a
-    closed terminal (SIGHUP): each exits, no process it started is left, its port binds."""
+@pytest.mark.parametrize(
+    "stops",
+    [
+        # what a process manager or `kill <pid>` sends make, to each server
+        {"viz": "SIGTERM to make", "mlflow": "SIGTERM to make", "play": "SIGTERM to make"},
+        {"viz": "Ctrl-C", "mlflow": "kill -9 of make", "play": "closed terminal"},
+    ],
+    ids=["sigterm-to-make", "ctrl-c-kill-hup"],
+)
+def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped(tmp_path, stops):
+    """make viz, make mlflow and make play (the repository's Makefile, set-up taken as
+    done), started as from a terminal (a session of their own) and stopped by a SIGTERM to
+    make's pid, a Ctrl-C (SIGINT to the terminal's process group), a closed terminal
+    (SIGHUP to it) or a kill -9 of make: within 10 s no process make started is left and
+    the port binds again."""
     project = make_project(tmp_path / "project")
-    page = tmp_path / "page"
-    page.mkdir()
-    (page / "index.html").write_text("<!doctype html><title>t</title>")
-    python = sys.executable
-    serve = [python, "-m", "connect_zero_pipeline.commands.serve"]
-    servers = {  # name: (argv, extra environment, the line that says it answers, signal)
-        "viz": ([*serve, "viz"], {"KEDRO_ENV": "viz"}, "Ctrl-C stops it", signal.SIGTERM),
-        "mlflow": ([*serve, "mlflow"], {}, "Ctrl-C stops it", signal.SIGINT),
-        "play": (
-            [python, "-m", "connect_zero_pipeline", "play", "--web", "--dir", str(page), "--port"],
-            {},
-            "http://127.0.0.1:",
-            signal.SIGHUP,
-        ),
+    venv = Path(sys.executable).parent.parent
+    make = ["make", "-f", str(REPO / "Makefile"), "-o", "setup", f"VENV={venv}"]
+    servers = {  # name: (make's target and port variable, the line that says it answers)
+        "viz": ("viz", "VIZ_PORT", "Ctrl-C stops it"),
+        "mlflow": ("mlflow", "MLFLOW_PORT", "Ctrl-C stops it"),
+        "play": ("play", "PLAY_PORT", "Serving the play page at"),
     }
     started = {}
-    for name, (argv, extra, _, _) in servers.items():
+    for name, (target, variable, _) in servers.items():
         port = _free_port()
-        env = {**os.environ, **extra, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([*argv, str(port)], cwd=project, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen([*make, target, f"{variable}={port}"], cwd=project, env=env,
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
         started[name] = (proc, port)
     try:
@@ -121,12 +134,17 @@ def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped
             wait_for_line(proc, servers[name][2])
             assert port_taken(port), name
             below = _descendants(proc.pid)
-            # viz and mlflow serve from processes of their own, in a session of their own
-            assert below or name == "play", name
+            # the server (make's child), and viz's and mlflow's own processes
+            assert len(below) >= (1 if name == "play" else 2), name
             exits = _exits(below)
-            os.killpg(proc.pid, servers[name][3])  # to its terminal's process group
-            assert proc.wait(timeout=30) in (0, -signal.SIGHUP), (name, proc.stdout.read())
-            assert _left_after(exits, timeout=10) == [], name
+            whom, sig = STOPS[stops[name]]
+            stopped = time.monotonic()
+            if whom == "make":
+                os.kill(proc.pid, sig)
+            else:
+                os.killpg(proc.pid, sig)  # the terminal's process group
+            assert proc.wait(timeout=30) == -sig, (name, proc.stdout.read())
+            assert _left_after(exits, deadline=stopped + 10) == [], (name, stops[name])
             assert not port_taken(port), f"{name}: port {port} still taken"
             with socket.socket() as again:  # a new server can start there at once
                 again.bind(("127.0.0.1", port))

@@ -14,7 +14,8 @@ thread. In a command that imports torch and reads a terminal, that fails in two 
 So a command process handles the signals itself (:func:`install`, called by ``__main__``
 before any heavy import): the handler runs the registered clean-ups (:func:`cleanup`),
 writes the message and ends the process with ``os._exit``, raising nothing. Worker
-processes die with it (``executors.local.die_with_parent``). :class:`LineReader` waits on
+processes die with it (``executors.lifetime.die_with_parent``), and a server that ``make``
+started stops when make dies (:func:`stop_with_make`). :class:`LineReader` waits on
 stdin and on the signal wake-up descriptor together, so a signal at any moment wakes it.
 
 Code that runs a command in-process (``commands.invoke``: tests, notebooks) does not install the
@@ -59,6 +60,19 @@ def install(message: str = INTERRUPTED, status: int = EXIT_INTERRUPTED) -> None:
         _wake_fd = read_end
     for signum in _exits:
         signal.signal(signum, _handle)
+
+
+def stop_with_make() -> None:
+    """Under ``make`` (which sets ``MAKELEVEL``), get SIGTERM when make dies, however it dies.
+
+    ``make mlflow`` and friends exec the server in place of the recipe's shell, so a SIGTERM or
+    Ctrl-C that make gets reaches it too; a SIGKILL of make reaches nothing, and the server
+    would keep its port, re-parented to pid 1. Started any other way (a shell, ``nohup``),
+    a server outlives its parent as usual."""
+    if "MAKELEVEL" in os.environ:
+        from ..executors.lifetime import die_with_parent
+
+        die_with_parent(os.getppid(), signal.SIGTERM)
 
 
 def installed() -> bool:

@@ -241,6 +241,7 @@ def serve(directory: Path, port: int, solver_nodes: int = 0) -> int:
     print(f"Serving the play page at {url} (from {directory}); Ctrl-C to stop", flush=True)
     if interrupts.installed():
         interrupts.install("Stopped.", 0)  # Ctrl-C is how a server is stopped: not an error
+        interrupts.stop_with_make()
     try:
         server.serve_forever()
     except KeyboardInterrupt:  # in-process callers, which install no handler

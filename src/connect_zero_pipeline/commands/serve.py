@@ -5,8 +5,8 @@ its own: ``mlflow`` and ``viz`` are already kedro-mlflow's and kedro-viz's ``ked
 commands, so it is not one of the project's group). Before anything starts, a port another program holds is an error that names it (exit 2).
 The server then starts with the library deprecation warnings that say nothing to a user
 turned off (:data:`QUIET_WARNINGS`); once it answers, the addresses to open are printed,
-last. Ctrl-C, SIGTERM or a closed terminal (SIGHUP) stops it with every process it started,
-and the port is free again (exit 0).
+last. Ctrl-C, SIGTERM, a closed terminal (SIGHUP) or the death of the ``make`` that started
+it stops it with every process it started, and the port is free again (exit 0).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import click
 
 from ..tracking import LOOPBACK, ui_base
+from . import interrupts
 
 QUIET_WARNINGS = (
     # kedro-viz imports a response class that FastAPI deprecates (15 wrapped lines).
@@ -94,14 +95,18 @@ def serve(ui: str, port: int, project: Path) -> int:
     argv, extra, lines = command(ui, port, project)
     warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), *QUIET_WARNINGS]))
     env = {**os.environ, **extra, "PYTHONWARNINGS": warnings}
-    # Its own session: the terminal's Ctrl-C reaches this process only, which stops the
-    # server with SIGTERM, its clean shutdown (SIGINT makes uvicorn print a traceback).
-    proc = subprocess.Popen(argv, env=env, cwd=project, start_new_session=True)
-    # Stopped any other way (kill, a closed terminal), it stops the server too: in its own
-    # session, nothing else would.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _stop)
+    # Stopped any way but Ctrl-C (kill, a closed terminal, make's death), it stops the server
+    # too: in a session of its own, nothing else would. A SIGHUP that was ignored (nohup)
+    # stays ignored.
+    signal.signal(signal.SIGTERM, _stop)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _stop)
+    proc = None
     try:
+        interrupts.stop_with_make()
+        # Its own session: the terminal's Ctrl-C reaches this process only, which stops the
+        # server with SIGTERM, its clean shutdown (SIGINT makes uvicorn print a traceback).
+        proc = subprocess.Popen(argv, env=env, cwd=project, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         while proc.poll() is None and not _answers(port) and time.monotonic() < deadline:
             time.sleep(0.3)
@@ -112,7 +117,8 @@ def serve(ui: str, port: int, project: Path) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        stop_group(proc, port)
+        if proc is not None:
+            stop_group(proc, port)
 
 
 def stop_group(proc: subprocess.Popen, port: int, timeout: float = 10.0) -> None:

@@ -12,7 +12,7 @@ Processes are started with ``spawn`` (no forked copies of torch's thread
 pools), with SIGINT ignored until their initializer runs (:func:`spawn_context`). The
 self-play pool lives as long as the process (a ``kedro run``); the
 solver pool as long as its labeller. Every worker dies with the process that started it,
-even when that one is killed with SIGKILL (:func:`die_with_parent`): no orphan keeps a core
+even when that one is killed with SIGKILL (:func:`.lifetime.die_with_parent`): no orphan keeps a core
 and hundreds of MB after a ``kill -9`` of ``kedro run``.
 """
 
@@ -25,7 +25,6 @@ import queue as queue_module
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -41,40 +40,8 @@ from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import merge_shards, self_play, shard_slots
 from ..internals import kill_pool_workers
+from .lifetime import die_with_parent
 from .settings import NodeSettings
-
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent(parent: int) -> None:
-    """Process initializer: exit when process ``parent`` (the one that started this) dies,
-    whatever kills it.
-
-    On Linux the kernel sends SIGKILL to this process when its parent exits
-    (``prctl(PR_SET_PDEATHSIG)``); elsewhere a daemon thread checks every second
-    whether the parent is gone. If the parent died before this ran (this process is
-    then someone else's child), exit now. ``parent`` comes from the parent itself: a pid
-    read here with ``getppid()`` would already be the new parent's.
-    """
-    armed = False
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            armed = False
-    if not armed:
-
-        def watch() -> None:
-            while os.getppid() == parent:
-                time.sleep(1.0)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
-    if os.getppid() != parent:  # checked after arming: no moment is left uncovered
-        os._exit(1)
 
 
 def _exit_quietly(signum, frame) -> None:
@@ -82,7 +49,8 @@ def _exit_quietly(signum, frame) -> None:
 
 
 def init_worker(parent: int) -> None:
-    """Process initializer of every worker: it dies with its parent (:func:`die_with_parent`)
+    """Process initializer of every worker: it dies with its parent
+    (:func:`.lifetime.die_with_parent`)
     and a Ctrl-C ends it at once, quietly: the run's process reports the interrupt. (Before
     this runs, while the worker imports torch, it ignores SIGINT: :func:`spawn_context`.)"""
     die_with_parent(parent)
