@@ -330,7 +330,8 @@ def test_web_serves_the_page_on_loopback(tmp_path):
         assert answer["scores"][3] == 18 and ">=0 (at least a draw)" in answer["legend"]
         # A bad position, in any script: 400 with the reason in a UTF-8 body, and the
         # server goes on (the reason never reaches the Latin-1 status line).
-        for moves, reason in [("%E2%82%AC", "moves='€'"), ("9", "moves='9'")]:
+        for moves, reason in [("%E2%82%AC", "moves: invalid move '€'"),
+                              ("9", "moves: invalid move '9'")]:  # fmt: skip
             with pytest.raises(urllib.error.HTTPError) as bad:
                 urllib.request.urlopen(url + f"analyze?moves={moves}")
             assert bad.value.code == 400 and bad.value.reason == "Bad Request"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import random
 
 import numpy as np
@@ -55,6 +56,24 @@ def test_bad_move_strings_name_the_move_and_index(moves, message):
         return
     with pytest.raises(ValueError, match=message):
         bb.moves_to_bitboards(moves)
+
+
+def test_a_long_move_string_is_quoted_in_at_most_80_characters_around_the_bad_move():
+    for moves, upto in (("44x" + "4" * 56_000, 3), ("4" * 6 + "4" * 56_000, 7)):
+        with pytest.raises(ValueError) as info:
+            bb.moves_to_bitboards(moves)
+        message = str(info.value)
+        quoted = message.split(" in ", 1)[1].split(" (", 1)[0]
+        shown = eval(quoted).strip("…")  # a Python string literal
+        # the first 80 characters hold the bad move (a 43rd move is always bad)
+        assert shown == moves[:80] and re.search(rf"move {upto}\b", message), message
+        assert quoted.startswith("'44") and quoted.endswith("…'"), quoted
+        assert f"({len(moves)} characters)" in message
+        assert len(message) < 200
+    assert bb.quote_moves("4" * 80) == repr("4" * 80)  # at the limit: whole
+    assert bb.quote_moves("12" * 100, upto=150) == repr("…" + ("12" * 100)[70:150] + "…") + (
+        " (200 characters)"
+    )
 
 
 def test_bad_strings_in_a_batch_raise_before_anything_is_built():

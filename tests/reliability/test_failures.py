@@ -226,6 +226,62 @@ def test_the_play_server_times_out_idle_connections_and_survives_bad_paths(tmp_p
         server.server_close()
 
 
+def _ask(address, request: bytes) -> tuple[bytes, bytes]:
+    """Send ``request`` as is; the answer's status line and body (read to the close)."""
+    with socket.create_connection(address, timeout=30) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0], body
+
+
+def test_every_bad_analyze_request_is_answered_in_json_of_at_most_1_kb(tmp_path):
+    """/analyze answers every bad request with a 4xx in JSON of at most 1 KB that quotes at
+    most 80 characters of the moves, decoded as UTF-8: an oversized request line (414), a
+    long move string, raw UTF-8 and its percent-encoded form, a finished game, another
+    method; a page without a solver says so (404), in JSON too."""
+    import json
+    import threading
+
+    from connect_zero_pipeline.commands.page import make_server
+
+    (tmp_path / "index.html").write_text("<p>hi</p>")
+    servers = {nodes: make_server(tmp_path, 0, solver_nodes=nodes) for nodes in (0, 10_000)}
+    for server in servers.values():
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    solver = servers[10_000].server_address
+    long_moves = "4" * 6 + "x" + "4" * 56_000
+    cases = [  # (address, request line, status, what the error says)
+        (solver, f"GET /analyze?moves={'4' * 100_000} HTTP/1.1", 414, "over 65536 bytes"),
+        (solver, f"GET /analyze?moves={long_moves} HTTP/1.1", 400, "(56007 characters)"),
+        (solver, "GET /analyze?moves=44é HTTP/1.1", 400, "invalid move 'é' (move 3) in '44é'"),
+        (solver, "GET /analyze?moves=%E2%82%AC HTTP/1.1", 400, "invalid move '€'"),
+        (solver, "GET /analyze?moves=4141414 HTTP/1.1", 400, "the game is over after '4141414'"),
+        (solver, "DELETE /analyze HTTP/1.1", 405, "GET only, not DELETE"),
+        (servers[0].server_address, "GET /analyze?moves=4 HTTP/1.1", 404, "no solver"),
+    ]
+    try:
+        for address, line, status, says in cases:
+            head, body = _ask(address, line.encode() + b"\r\nHost: x\r\n\r\n")
+            assert head.split()[1] == str(status).encode(), (line[:60], head)
+            assert len(body) <= 1024, (line[:60], len(body))
+            error = json.loads(body.decode("utf-8"))["error"]
+            assert says in error, (line[:60], error)
+            quoted = error.rsplit(" in ", 1)[-1]
+            assert "4" * 81 not in quoted, error  # at most 80 characters of the moves
+        # A good one still works after them all; other paths keep http.server's answers.
+        head, body = _ask(solver, b"GET /analyze?moves=44 HTTP/1.0\r\n\r\n")
+        assert head.split()[1] == b"200" and len(json.loads(body)["scores"]) == 7
+        head, body = _ask(solver, b"GET /nosuch HTTP/1.0\r\n\r\n")
+        assert head.split()[1] == b"404" and body.lstrip().startswith(b"<!DOCTYPE")
+    finally:
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()
+
+
 def test_the_play_server_cuts_a_trickled_request_and_ignores_clients_that_leave(tmp_path, capsys):
     import threading
 

@@ -29,6 +29,8 @@ IDLE_TIMEOUT = 10.0
 """Seconds the page server waits for a client: on an idle connection, and for the whole of a
 request's line and headers (a client that trickles them in is cut off too)."""
 DEFAULT_PAGE_ENTRY = "play_page"
+MAX_REQUEST_LINE = 65536
+"""http.server's limit on a request line (its ``_MAXLINE``): longer ones get 414."""
 
 
 def resolve_page(page_dir: str | None) -> Path:
@@ -127,39 +129,61 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
 
     def _analyze(self) -> None:
         """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
-        the side to move, within the node budget (:func:`solver_answer`)."""
+        the side to move, within the node budget (:func:`solver_answer`). Every answer is
+        JSON; an error quotes at most 80 characters of the moves (:func:`quote_moves`)."""
         from urllib.parse import parse_qs, urlsplit
 
-        from ..core.bitboard import is_terminal, moves_to_bitboards
+        from ..core.bitboard import is_terminal, moves_to_bitboards, quote_moves
 
         if not self.solver_nodes:
-            self.send_error(404, "No solver behind this page")
+            self.send_error(404, "no solver behind this page (play --web --solver-nodes N)")
             return
-        moves = (parse_qs(urlsplit(self.path).query).get("moves") or [""])[0]
+        # http.server decodes the request line as Latin-1: raw UTF-8 gets its own bytes back
+        query = urlsplit(self.path).query.encode("latin-1").decode("utf-8", "replace")
+        moves = (parse_qs(query).get("moves") or [""])[0]
         try:
             position, mask = moves_to_bitboards(moves)
             if is_terminal(position, mask):
-                raise ValueError("the game is over")
+                raise ValueError(f"the game is over after {quote_moves(moves)}")
         except ValueError as exc:  # the reason goes in the body: a status line is Latin-1
-            self._json(400, {"error": f"moves={moves!r}: {exc}"})
+            self._json(400, {"error": f"moves: {exc}"})
             return
         with self._solver_lock:
             answer = solver_answer(position, mask, self.solver_nodes)
         self._json(200, answer)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+        """An error about ``/analyze`` in JSON, as its other answers, whatever found it (an
+        oversized request line included: http.server's 414 comes before any parsing); any
+        other path's, http.server's HTML page."""
+        if not self._asks_analyze():
+            super().send_error(code, message, explain)
+            return
+        if code == 414:
+            message = (f"the request line is over {MAX_REQUEST_LINE} bytes; a game has at most "
+                       f"42 moves")  # fmt: skip
+        self.close_connection = True
+        self._json(code, {"error": message or self.responses[code][0]}, {"Connection": "close"})
+
+    def _asks_analyze(self) -> bool:
+        """Whether this request's line (as received, parsed or not) targets ``/analyze``."""
+        fields = getattr(self, "raw_requestline", b"")[:1024].split(maxsplit=2)
+        return len(fields) > 1 and fields[1].split(b"?", 1)[0] == b"/analyze"
 
     def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
         """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
         (never a user's text: ``http.server`` writes the status line as Latin-1)."""
         import json
 
-        body = json.dumps(payload).encode()
+        body = json.dumps(payload, ensure_ascii=False).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def send_head(self):
         try:

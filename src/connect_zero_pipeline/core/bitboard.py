@@ -128,6 +128,22 @@ def popcount(x: int) -> int:
     return bin(x).count("1")
 
 
+QUOTE_LIMIT = 80
+"""The most characters of a move string an error message quotes."""
+
+
+def quote_moves(moves: str, upto: int | None = None, limit: int = QUOTE_LIMIT) -> str:
+    """``moves`` quoted for a message: whole when it has at most ``limit`` characters, else
+    the ``limit`` characters that end at character ``upto`` (the move at fault; default the
+    end), ``…`` where cut, and the whole length. A message stays short whatever it quotes."""
+    if len(moves) <= limit:
+        return repr(moves)
+    end = len(moves) if upto is None else min(max(upto, limit), len(moves))
+    part = ("…" if end > limit else "") + moves[end - limit : end]
+    part += "…" if end < len(moves) else ""
+    return f"{part!r} ({len(moves)} characters)"
+
+
 def moves_to_bitboards(moves: str) -> tuple[int, int]:
     """Play a Pons move string (``"4453"``, 1-based columns) from the empty board.
 
@@ -138,19 +154,23 @@ def moves_to_bitboards(moves: str) -> tuple[int, int]:
     Raises:
         ValueError: naming the offending move and its number (counted from 1, as a
             person counts moves), for a character outside 1-7, a move into a full column,
-            or any move after the game is over.
+            or any move after the game is over; it quotes at most :data:`QUOTE_LIMIT`
+            characters of ``moves`` (:func:`quote_moves`).
     """
     if not isinstance(moves, str):
         raise TypeError(f"moves must be a string like '4453', got {type(moves).__name__}")
     position, mask = 0, 0
     for i, ch in enumerate(moves):
         if not "1" <= ch <= "7":
-            raise ValueError(f"invalid move {ch!r} (move {i + 1}) in {moves!r}: columns are 1-7")
+            quoted = quote_moves(moves, i + 1)
+            raise ValueError(f"invalid move {ch!r} (move {i + 1}) in {quoted}: columns are 1-7")
         col = ord(ch) - ord("1")
         if alignment(position ^ mask):  # the previous mover has already won
-            raise ValueError(f"move {i + 1} ({ch!r}) in {moves!r} comes after the game is over")
+            quoted = quote_moves(moves, i + 1)
+            raise ValueError(f"move {i + 1} ({ch!r}) in {quoted} comes after the game is over")
         if mask & _TOP_COLS[col]:
-            raise ValueError(f"move {i + 1} ({ch!r}) in {moves!r} plays into a full column")
+            quoted = quote_moves(moves, i + 1)
+            raise ValueError(f"move {i + 1} ({ch!r}) in {quoted} plays into a full column")
         position, mask = play_move(position, mask, _BOTTOM_COLS[col])
     return position, mask
 
