@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import random
+import re
 
 import numpy as np
 import pytest
