@@ -173,10 +173,16 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
         if path.suffix == ".onnx":
             from ..core.export import OnnxNetwork
 
+            data = path.read_bytes()
+            if not data:
+                raise CommandError(f"{path} is not a readable model file: it is empty (0 bytes)")
             try:
-                return OnnxNetwork(path.read_bytes()), str(path)
-            except Exception as exc:  # protobuf, onnx and onnxruntime each raise their own
+                return OnnxNetwork(data), str(path)
+            except ValueError as exc:  # an ONNX model, not this project's: ours, one line
                 raise CommandError(f"{path} is not a readable model file: {exc}") from exc
+            except Exception as exc:  # protobuf, onnx and onnxruntime each raise their own
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                raise CommandError(f"{path} is not an ONNX model: {first}") from exc
         try:
             return load_model(path), str(path)
         except ValueError as exc:  # its message names the file

@@ -57,8 +57,46 @@ def load_model(
     try:
         ckpt = torch.load(file, map_location=device, weights_only=True)
     except Exception as exc:  # torch raises many types for foreign or truncated files
-        raise ValueError(f"{label} is not a readable model file: {exc}") from exc
+        raise ValueError(
+            f"{label} is not a readable model file: {_why_unreadable(file, exc)}"
+        ) from exc
     return from_dict(ckpt, label).to(device).eval()
+
+
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.save writes a zip archive
+
+
+def _why_unreadable(file: str | Path | BinaryIO, exc: Exception) -> str:
+    """Why ``torch.load`` could not read ``file``, in one line: empty, not a torch file (what
+    it starts with), truncated or damaged; else the first line of torch's own message (its
+    ``weights_only`` advice, eight lines, is about files that are torch files)."""
+    import zipfile
+
+    try:
+        if isinstance(file, (str, Path)):
+            with open(file, "rb") as f:
+                head, size = f.read(8), Path(file).stat().st_size
+        else:
+            file.seek(0)
+            head = file.read(8)
+            size = file.seek(0, io.SEEK_END)
+            file.seek(0)
+    except (OSError, AttributeError, ValueError):
+        head, size = None, None
+    if size == 0:
+        return "it is empty (0 bytes)"
+    if head is not None and not head.startswith(_ZIP_MAGIC):
+        return f"not a PyTorch checkpoint (a torch.save zip archive); it starts with {head!r}"
+    if head is not None:
+        try:
+            with zipfile.ZipFile(file) as archive:
+                damaged = archive.testzip()
+        except (zipfile.BadZipFile, OSError, EOFError):
+            return f"a zip archive cut short or damaged ({size} bytes): save or copy it again"
+        if damaged is not None:
+            return f"a damaged zip archive ({damaged} is corrupt): save or copy it again"
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return lines[0][:200]
 
 
 def from_dict(ckpt: Any, name: str = "checkpoint") -> nn.Module:
