@@ -67,7 +67,8 @@ def test_the_summary_names_the_registry_version_and_the_url():
                     "champion_version": "2"},
         recipe_changes=[],
     )  # fmt: skip
-    assert "- MLflow run: `abc` (http://127.0.0.1:5000/#/experiments/1/runs/abc" in text
+    assert ("- MLflow run: `abc` (http://127.0.0.1:5000/#/experiments/1/runs/abc once "
+            "`make mlflow` serves it)") in text  # fmt: skip
     assert "- registry: connect-zero version 3, not the champion (version 2 is)" in text
     assert "- reference: solver.acc 0.826 is normal" in text
     assert "| S | 0.900 / 5.0% |" in text
@@ -93,6 +94,32 @@ def test_a_run_trained_further_shows_its_start_its_versions_and_its_whole_wall_t
     assert "- solver.weak_acc (keeps the best outcome class): 0.900\n" in text  # no start figure
 
 
+def test_parent_names_lead_with_the_time_and_differ_for_runs_in_the_same_second(tmp_path):
+    import shutil
+
+    from mlflow import MlflowClient
+
+    from connect_zero_pipeline.generation_runs import name_taken, parent_run_name
+    from connect_zero_pipeline.tracking import empty_store
+
+    args = ({"pipeline_names": ["alphazero"]}, ["gen_001", "gen_000"], {"model": {"seed": 0}},
+            "2026-11-23T10.26.07.123Z")  # fmt: skip
+    name = parent_run_name(*args)
+    assert name == "alphazero 10:26:07 seed=0"  # the time within the first 20 characters
+    assert parent_run_name(*args, precise=True) == "alphazero 10:26:07.123 seed=0"
+    extended = {"extended": [{"from": 24, "to": 40}]}
+    assert parent_run_name(*args, extended) == "alphazero 10:26:07 24->40 seed=0"
+    # A name another parent holds is taken; the parent's own name is not.
+    shutil.copy(empty_store(), tmp_path / "mlflow.db")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment("e", artifact_location=str(tmp_path / "mlruns"))
+    first = client.create_run(experiment, run_name=name).info.run_id
+    second = client.create_run(experiment, run_name="pending").info.run_id
+    assert name_taken(client, experiment, name, second)
+    assert not name_taken(client, experiment, name, first)
+    assert not name_taken(client, experiment, parent_run_name(*args, precise=True), second)
+
+
 def test_object_reprs_become_class_names():
     assert plain_repr("<kedro.runner.sequential_runner.SequentialRunner object at 0x7f3a>") == (
         "SequentialRunner"
@@ -100,7 +127,7 @@ def test_object_reprs_become_class_names():
     assert plain_repr("alphazero") == "alphazero"
 
 
-def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
+def test_the_ui_address_is_the_experiment_s_runs_list_without_a_shared_view(tmp_path):
     import sqlite3
 
     from connect_zero_pipeline.tracking import runs_view, ui_url
@@ -110,16 +137,43 @@ def test_the_ui_address_is_the_experiment_s_runs_list(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE experiments (experiment_id INTEGER, name TEXT)")
         conn.execute("INSERT INTO experiments VALUES (0, 'Default'), (3, 'connect_zero_pipeline')")
-    assert ui_url(db, 5001) == (
-        "http://127.0.0.1:5001/#/experiments/3/runs?workflowType=machine_learning"
-    )
-    # With the runs list's shared view (every run sets it): the address opens it.
+    runs = "http://127.0.0.1:5001/#/experiments/3/runs?workflowType=machine_learning"
+    assert ui_url(db, 5001) == runs
+    assert ui_url(db, 5001, headline_view=True) is None  # no shared view in the store yet
+    # With the runs list's shared view (every run sets it): the printed address still opens
+    # the plain list (no "You're viewing a shared view" banner); the view has its own.
     key, _ = runs_view()
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE experiment_tags (key TEXT, value TEXT, experiment_id INTEGER)")
         conn.execute("INSERT INTO experiment_tags VALUES (?, '{}', 3)", (key,))
-    assert ui_url(db, 5001) == ("http://127.0.0.1:5001/#/experiments/3/runs?"
-                                "workflowType=machine_learning&viewStateShareKey=connect-zero")  # fmt: skip
+    assert ui_url(db, 5001) == runs
+    assert ui_url(db, 5001, headline_view=True) == f"{runs}&viewStateShareKey=connect-zero"
+
+
+def test_the_port_of_a_server_of_this_store_is_found_from_its_command_line(tmp_path):
+    """An ``mlflow ui`` (a stand-in that only sleeps) serving the store by a relative path
+    from its own folder: its --port is found for that store, nothing for another, and
+    nothing once it is gone."""
+    import subprocess
+    import sys
+
+    from connect_zero_pipeline.tracking import serving_port
+
+    fake = tmp_path / "bin" / "mlflow"
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(60)\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    argv = [sys.executable, str(fake), "ui", "--backend-store-uri", "sqlite:///mlflow.db",
+            "--host", "127.0.0.1", "--port", "5123"]  # fmt: skip
+    server = subprocess.Popen(argv, cwd=project)
+    try:
+        assert serving_port(project / "mlflow.db") == 5123
+        assert serving_port(tmp_path / "mlflow.db") is None  # another store
+    finally:
+        server.kill()
+        server.wait()
+    assert serving_port(project / "mlflow.db") is None
 
 
 def test_the_runs_view_shows_the_headline_metrics_first():

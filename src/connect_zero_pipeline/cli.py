@@ -183,9 +183,12 @@ def tidy_logs(verbose: bool, stream=None) -> None:
 
 
 def _run(verbose: bool, **kwargs: Any) -> Any:
-    pipelines = (
-        [kwargs["pipeline"]] if kwargs.get("pipeline") else list(kwargs.get("pipelines") or [])
-    )
+    if kwargs.get("pipeline"):  # the singular spelling, one name: the plural's, no warning
+        if kwargs.get("pipelines"):
+            raise click.UsageError("--pipeline and --pipelines cannot be combined: each names "
+                                   "the pipelines to run")  # fmt: skip
+        kwargs["pipelines"], kwargs["pipeline"] = [kwargs["pipeline"]], None
+    pipelines = list(kwargs.get("pipelines") or [])
     from .project import in_project
     from .run.rules import resume_arguments
 
@@ -302,9 +305,23 @@ def _stops_handled():
             signal.signal(sig, handler)
 
 
+def _run_params() -> list[click.Parameter]:
+    """Kedro's run options, its deprecated ``--pipeline`` kept as the project's own spelling
+    of ``--pipelines`` with one name (Kedro warns about it; ``_run`` passes it on as the
+    plural), and ``--verbose``."""
+    params = []
+    for param in _kedro_run.params:
+        if param.name == "pipeline":
+            param = click.Option(["--pipeline", "-p"], type=str, default=None,
+                                 help="The one pipeline to run: --pipeline=NAME is "
+                                      "--pipelines=NAME.")  # fmt: skip
+        params.append(param)
+    return [*params, click.Option(["--verbose"], is_flag=True, help=VERBOSE_HELP)]
+
+
 run = click.Command(
     name="run",
-    params=[*_kedro_run.params, click.Option(["--verbose"], is_flag=True, help=VERBOSE_HELP)],
+    params=_run_params(),
     callback=_run,
     help=_kedro_run.help,
     short_help="Train and measure: kedro run (--pipelines, --params, --env).",

@@ -60,19 +60,21 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
 def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
-                    manifest: dict | None = None) -> str:  # fmt: skip
+                    manifest: dict | None = None, *, precise: bool = False) -> str:  # fmt: skip
     """What the MLflow parent run is called: what tells runs apart first, in the first 20
-    characters the runs list shows of a name (its Created column gives the time already):
-    the pipeline and its scope, where the run started and how far it was extended, its
-    seed, then its start time.
+    characters the runs list may show of a name (its Created column gives the date): the
+    pipeline, the run's start time to the second (UTC, as its id), then its scope, where it
+    started, how far it was extended, and its seed.
 
-    ``alphazero seed=0 11-23 10:26`` for a whole run; ``alphazero from v3 seed=0 11-23
-    10:26`` for a run started from registered version 3 (``from 11-22 09:14``: from a run);
-    ``alphazero 24->40 seed=0 11-23 10:26`` once extended; a run filtered to some nodes
-    names its generations (``alphazero gen_003..gen_005 seed=0 ...``). ``steps`` are the
-    generation (or chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id
-    (a UTC time, ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag);
-    ``manifest`` its record (``start_from``, ``extended``).
+    ``alphazero 10:26:07 seed=0`` for a whole run; ``alphazero 10:26:07 from v3 seed=0``
+    for a run started from registered version 3 (``from 11-22 09:14``: from a run);
+    ``alphazero 10:26:07 24->40 seed=0`` once extended; a run filtered to some nodes names
+    its generations (``alphazero 10:26:07 gen_003..gen_005 seed=0``). ``precise``: the time
+    to the millisecond, the run id's tail (for a second run started in the same second:
+    :meth:`GenerationRunsHook.before_pipeline_run`). ``steps`` are the generation (or
+    chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id (a UTC time,
+    ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag); ``manifest`` its
+    record (``start_from``, ``extended``).
     """
     from .naming import pipeline_label
 
@@ -81,6 +83,9 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         return f"{date[5:]} {clock[:5].replace('.', ':')}"
 
     parts = [pipeline_label(run_params.get("pipeline_names"))]
+    if run_id:  # 2026-11-23T10.26.07.123Z -> 10:26:07 (precise: 10:26:07.123)
+        clock = run_id.partition("T")[2].rstrip("Z")
+        parts.append(clock.replace(".", ":", 2) if precise else clock[:8].replace(".", ":"))
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
     if steps and any(run_params.get(k) for k in FILTERS):
         parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
@@ -100,9 +105,13 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
         seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
     if seed is not None:
         parts.append(f"seed={seed}")
-    if run_id:
-        parts.append(moment(run_id))
     return " ".join(parts)
+
+
+def name_taken(client: MlflowClient, experiment: str, name: str, parent: str) -> bool:
+    """Whether a run of ``experiment`` other than ``parent`` is called ``name``."""
+    found = client.search_runs([experiment], f"attributes.run_name = '{name}'")
+    return any(r.info.run_id != parent for r in found)
 
 
 _REPR = re.compile(r"^<(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>$")
@@ -147,6 +156,9 @@ class GenerationRunsHook:
         # kedro-mlflow tagged the session id; the run's id is this
         self._client.set_tag(self._parent, "run_id", run.run_id)
         name = parent_run_name(run_params, list(self._pending), run.params, run.run_id, manifest)
+        if name_taken(self._client, self._experiment, name, self._parent):  # the same second
+            name = parent_run_name(run_params, list(self._pending), run.params, run.run_id,
+                                   manifest, precise=True)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
         extended = manifest.get("extended")
         if extended:  # trained further: how many generations each extension added

@@ -78,6 +78,7 @@ def render(
     paths: dict[str, str],
     mlflow_run_id: str | None,
     mlflow_url: str | None = None,
+    mlflow_served: bool = False,
     registered: dict[str, Any] | None = None,
     recipe_changes: list[str] | None = None,
     ratings: list[str] | None = None,
@@ -94,7 +95,10 @@ def render(
         generation: the last generation's namespace and its evaluate metrics, if any.
         paths: label -> path of the run's output files.
         mlflow_run_id: the MLflow parent run.
-        mlflow_url: the parent run's page in the UI of ``make mlflow``.
+        mlflow_url: the parent run's page in the MLflow UI: the running server's, else the
+            one ``make mlflow`` serves.
+        mlflow_served: whether an MLflow UI serves the store at ``mlflow_url`` now (else the
+            line says which command serves it).
         registered: the registry version this run made: ``name``, ``version``, ``champion``
             (whether it holds the alias) and ``champion_version``.
         recipe_changes: the recipe keys this run changed from the default (None: not an
@@ -124,7 +128,8 @@ def render(
     else:
         lines.append(f"- wall time: {_duration(wall_seconds)}")
     if mlflow_run_id:
-        where = f" ({mlflow_url}, after `make mlflow`)" if mlflow_url else ""
+        serves = "" if mlflow_served else " once `make mlflow` serves it"
+        where = f" ({mlflow_url}{serves})" if mlflow_url else ""
         lines.append(f"- MLflow run: `{mlflow_run_id}`{where}")
     if registered:
         crown = (
@@ -366,7 +371,7 @@ class RunSummaryHook:
         import mlflow
 
         from .naming import pipeline_label
-        from .tracking import run_url
+        from .tracking import MLFLOW_PORT, run_url, serving_port, sqlite_path
 
         run = self._life.context
         manifest = run.manifest  # planned and written before the first node (RunLife)
@@ -378,10 +383,12 @@ class RunSummaryHook:
                 paths[label] = path
         generation = last_generation(pipeline, catalog)
         client = mlflow.MlflowClient() if self._mlflow_run_id is not None else None
-        url = None
+        url, port = None, None
         if client is not None:
             experiment = client.get_run(self._mlflow_run_id).info.experiment_id
-            url = run_url(experiment, self._mlflow_run_id)
+            store = sqlite_path(mlflow.get_tracking_uri())
+            port = serving_port(store) if store is not None else None
+            url = run_url(experiment, self._mlflow_run_id, port or MLFLOW_PORT)
         is_alphazero = generation is not None and parse_step(generation[0])[0] == GENERATION
         text = render(
             pipeline=pipeline_label(run_params.get("pipeline_names")),
@@ -391,6 +398,7 @@ class RunSummaryHook:
             paths=paths,
             mlflow_run_id=self._mlflow_run_id,
             mlflow_url=url,
+            mlflow_served=port is not None,
             registered=registered_version(client, self._mlflow_run_id)
             if client is not None and "onnx_model_mlflow" in outputs
             else None,

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -309,16 +310,52 @@ def run_url(experiment_id: str, run_id: str, port: int = MLFLOW_PORT) -> str:
     return f"{ui_base(port)}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_VIEW}"
 
 
-def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline") -> str:
+def ui_url(db: Path, port: int, experiment: str = "connect_zero_pipeline", *,
+           headline_view: bool = False) -> str:  # fmt: skip
     """The runs list of the project's experiment in the MLflow UI of ``make mlflow`` (the
-    model-training view, with the headline columns of :func:`runs_view`), or the UI's start
-    page before the first run."""
+    model-training view), or the UI's start page before the first run. ``headline_view``:
+    with the headline columns of :func:`runs_view` (a shared view, which the UI opens with
+    its "You're viewing a shared view" banner; None where the store has no such view)."""
     base = ui_base(port)
-    if not Path(db).is_file():
-        return f"{base}/"
-    found = experiment_in_store(db, experiment, runs_view()[0])
+    found = experiment_in_store(db, experiment, runs_view()[0]) if Path(db).is_file() else None
     if found is None:
-        return f"{base}/"
+        return None if headline_view else f"{base}/"
     experiment_id, view = found
-    shared = f"&viewStateShareKey={RUNS_VIEW}" if view else ""  # none in an older store
-    return f"{base}/#/experiments/{experiment_id}/runs?{TRAINING_VIEW}{shared}"
+    runs = f"{base}/#/experiments/{experiment_id}/runs?{TRAINING_VIEW}"
+    if not headline_view:
+        return runs
+    return f"{runs}&viewStateShareKey={RUNS_VIEW}" if view else None  # none in an older store
+
+
+def serving_port(store: Path) -> int | None:
+    """The port of an MLflow UI or server on this machine that serves the sqlite store
+    ``store`` (read from the processes' command lines in ``/proc``: ``mlflow ui`` or
+    ``mlflow server`` with ``--backend-store-uri sqlite:///...`` naming the same file, a
+    relative one from that process's folder); None where none does, or there is no
+    ``/proc``. The port is its ``--port`` (``-p``), else MLflow's default, 5000."""
+    want = Path(store).resolve()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if "--backend-store-uri" not in argv or not any(
+            a in ("ui", "server") for a in argv[:4]
+        ) or not any(Path(a).name == "mlflow" for a in argv[:3]):  # fmt: skip
+            continue
+        uri = argv[argv.index("--backend-store-uri") + 1 :][:1]
+        served = sqlite_path(uri[0]) if uri else None
+        if served is None:
+            continue
+        try:
+            served = (Path(os.readlink(proc / "cwd")) / served).resolve()
+        except OSError:
+            continue
+        if served != want:
+            continue
+        for flag in ("--port", "-p"):
+            if flag in argv and argv.index(flag) + 1 < len(argv):
+                with contextlib.suppress(ValueError):
+                    return int(argv[argv.index(flag) + 1])
+        return MLFLOW_PORT
+    return None

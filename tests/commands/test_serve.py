@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from connect_zero_pipeline.commands.serve import port_taken, serve_ui
+from connect_zero_pipeline.tracking import serving_port
 from tests.helpers import REPO, _as_in_a_terminal, make_project, wait_for_line
 
 
@@ -133,6 +134,8 @@ def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped
         for name, (proc, port) in started.items():
             wait_for_line(proc, servers[name][2])
             assert port_taken(port), name
+            if name == "mlflow":  # a run's summary links to the port that serves its store
+                assert serving_port(project / "mlflow.db") == port
             below = _descendants(proc.pid)
             # the server (make's child), and viz's and mlflow's own processes
             assert len(below) >= (1 if name == "play" else 2), name

@@ -69,16 +69,15 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
         # One worker and no job runner (MLflow's GenAI jobs): 2 processes, about 0.5 GB,
         # where the defaults start 11 (about 2.3 GB) on a 2-core machine.
         env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-        return (
-            argv,
-            env,
-            [
-                'On a run\'s page MLflow opens the GenAI view until you pick "Model training" in '
-                "its sidebar once; its Assistant panel opens on the first visit and no server "
-                "setting turns it off: close it with its X once (your browser keeps both).",
-                f"MLflow UI: {ui_url(db, port)}",
-            ],
-        )
+        lines = [
+            'On a run\'s page MLflow opens the GenAI view until you pick "Model training" in '
+            "its sidebar once; its Assistant panel opens on the first visit and no server "
+            "setting turns it off: close it with its X once (your browser keeps both)."
+        ]
+        if view := ui_url(db, port, headline_view=True):
+            lines.append(f"The headline metrics as the runs list's columns (a shared view: its "
+                         f"banner's \"Override saved view\" keeps them): {view}")  # fmt: skip
+        return argv, env, [*lines, f"MLflow UI: {ui_url(db, port)}"]
     argv = [str(binary / "kedro"), "viz", "run", "--no-browser", "--host", LOOPBACK,
             "--port", str(port)]  # fmt: skip
     base = f"{ui_base(port)}/"
