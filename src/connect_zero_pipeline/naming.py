@@ -120,9 +120,15 @@ DEFAULT_PIPELINE = "alphazero"
 """The main job: what ``kedro run`` runs (``__default__``)."""
 
 
+def pipeline_names(names: list[str] | None) -> list[str]:
+    """A run's pipelines by their own names, sorted: ``__default__`` (or none given) is the
+    main job, so ``kedro run`` and ``kedro run --pipeline=alphazero`` ran the same thing."""
+    return sorted({DEFAULT_PIPELINE if n == "__default__" else n for n in names or ["__default__"]})
+
+
 def pipeline_label(names: list[str] | None) -> str:
-    """A run's pipelines as people name them: ``__default__`` is the main job's name."""
-    return ",".join(DEFAULT_PIPELINE if n == "__default__" else n for n in names or ["__default__"])
+    """A run's pipelines as people name them (:func:`pipeline_names`, comma-joined)."""
+    return ",".join(pipeline_names(names))
 
 
 RESUME_KEY = "resume"

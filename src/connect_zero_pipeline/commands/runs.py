@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ..naming import DEFAULT_PIPELINE, pipeline_label
+from ..naming import DEFAULT_PIPELINE, pipeline_label, pipeline_names
 from ..run.liveness import run_status
 from ..run.manifest import known_runs, read_manifest
 
@@ -28,7 +28,7 @@ RESUMABLE = ("failed", "interrupted")
 
 def num_generations(manifest: dict) -> int | None:
     """A run's generations now (after any extension), or None for a run of no generations."""
-    if not set(manifest.get("pipelines") or ["__default__"]) & {"__default__", DEFAULT_PIPELINE}:
+    if DEFAULT_PIPELINE not in pipeline_names(manifest.get("pipelines")):
         return None
     return (manifest.get("params") or {}).get("alphazero", {}).get("num_generations")
 

@@ -22,6 +22,7 @@ from kedro.framework.hooks import hook_impl
 
 from ..errors import NothingToDo
 from ..messages import error_line
+from ..naming import pipeline_names
 from . import manifest as manifests  # looked up at each call (the fault sweep wraps them)
 from .context import RunContext, advance, thaw
 from .liveness import this_process
@@ -101,7 +102,7 @@ class RunLife:
                              "version": run.attempt, "started": _now()})  # fmt: skip
         return {
             "run_id": run.run_id,
-            "pipelines": sorted(run_params.get("pipeline_names") or ["__default__"]),
+            "pipelines": pipeline_names(run_params.get("pipeline_names")),
             "env": run.env,
             "params": thaw(run.params),
             "status": "running",

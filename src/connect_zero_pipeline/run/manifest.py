@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_path, staging_path
-from ..naming import generation_name
+from ..naming import DEFAULT_PIPELINE, generation_name, pipeline_names
 
 RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
 """A run id: Kedro's save-version timestamp."""
@@ -85,8 +85,8 @@ def alphazero_runs(root: Path) -> list[str]:
     out = []
     for run_id in known_runs(root):
         manifest = read_manifest(root, run_id)
-        pipelines = set(manifest.get("pipelines") or [])
-        if manifest.get("status") == "finished" and pipelines & {"__default__", "alphazero"}:
+        pipelines = pipeline_names(manifest.get("pipelines"))
+        if manifest.get("status") == "finished" and DEFAULT_PIPELINE in pipelines:
             out.append(run_id)
     return out
 

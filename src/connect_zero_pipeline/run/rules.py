@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunRefused
-from ..naming import GENERATION, RESUME_KEY, parse_step
+from ..naming import GENERATION, RESUME_KEY, parse_step, pipeline_names
 from .liveness import run_status
 from .manifest import RUN_ID, manifest_path, read_manifest
 
@@ -170,7 +170,7 @@ def check_attempt(resumed: dict[str, Any] | None, extended, run_params: dict, pi
     Raises:
         RunRefused: saying what to run instead.
     """
-    names = sorted(run_params.get("pipeline_names") or ["__default__"])
+    names = pipeline_names(run_params.get("pipeline_names"))
     if resumed is None:
         return
     run_id = resumed["run_id"]
@@ -180,9 +180,9 @@ def check_attempt(resumed: dict[str, Any] | None, extended, run_params: dict, pi
             f"again): kedro run --only-missing-outputs --params resume={run_id}, "
             f"or make resume RUN={run_id}"
         )
-    if sorted(resumed.get("pipelines") or ["__default__"]) != names:
+    if pipeline_names(resumed.get("pipelines")) != names:
         raise RunRefused(
-            f"resume={run_id!r}: that run ran pipelines {resumed.get('pipelines')}, this one "
+            f"resume={run_id!r}: that run ran pipelines {pipeline_names(resumed.get('pipelines'))}, this one "
             f"{names}"
         )
     steps = {(parse_step(n.namespace) or ("",))[0] for n in pipeline.nodes}
