@@ -75,8 +75,8 @@ SHIPPED_CACHE = "data/02_intermediate/solver_cache/part-public-sets.parquet"
 
 def empty_store() -> Path:
     """An MLflow sqlite store with MLflow's schema and nothing else: the one the project copies
-    into a new project (:func:`connect_zero_pipeline.tracking.empty_store`)."""
-    from connect_zero_pipeline.tracking import empty_store as template
+    into a new project (:func:`connect_zero_pipeline.tracking.store.empty_store`)."""
+    from connect_zero_pipeline.tracking.store import empty_store as template
 
     found = template()
     assert found is not None, "the user's cache folder cannot be written"
@@ -102,7 +102,7 @@ def run_kedro(project: Path, pipeline: str | None = None, params: dict | None = 
     """Run a pipeline in-process with a fresh session; returns the run's outputs."""
     from kedro.framework.startup import bootstrap_project
 
-    from connect_zero_pipeline.session import ProjectSession
+    from connect_zero_pipeline.session.project_session import ProjectSession
 
     nested: dict = {}
     for key, value in (params or {}).items():  # "a.b": v -> {"a": {"b": v}}, as `--params` does

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from connect_zero_pipeline.config_loader import load_parameters
+from connect_zero_pipeline.common.config_loader import load_parameters
 from connect_zero_pipeline.core.config import defaults
 from connect_zero_pipeline.params.schema import SCHEMA, parse_section, validate_params
 from tests.helpers import REPO

@@ -1,4 +1,5 @@
-"""The package imports in one direction: no module imports one that imports it back.
+"""The package imports in one direction: no module imports one that imports it back, and
+no module imports a layer above its own (the layers as ``docs/architecture.md`` lists them).
 
 Every import counts, at the top of a module or inside a function: a lazy import only
 hides a cycle. Importing ``a.b.c`` runs the packages ``a`` and ``a.b`` first, so an import
@@ -10,6 +11,7 @@ imports the nodes back.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.helpers import REPO
@@ -110,3 +112,56 @@ def test_a_cycle_through_a_lazy_import_is_found(tmp_path):
     (package / "b.py").write_text("def f():\n    from . import a\n")
     (package / "c.py").write_text("from pkg.a import f\n")
     assert cycles(import_graph(package)) == [["pkg.a", "pkg.b"]]
+
+
+def layers(architecture: Path) -> dict[str, int]:
+    """Each part of the package (a folder, or a module at its root) -> its layer, read from
+    the table of ``architecture``'s section "1. Layers" (bottom, 1, to top)."""
+    section = architecture.read_text().split("## 1. Layers\n", 1)[1].split("\n## ", 1)[0]
+    found: dict[str, int] = {}
+    for row in re.findall(r"^\| (\d+) \| ([^|]+) \|", section, flags=re.MULTILINE):
+        for part in re.findall(r"`([\w.]+?)(?:/|\.py)?`", row[1]):
+            found[part] = int(row[0])
+    return found
+
+
+def arrows_up(graph: dict[str, set[str]], layer_of: dict[str, int]) -> list[str]:
+    """Every import of a module from a layer above its own, as ``a (layer) -> b (layer)``."""
+
+    def part(module: str) -> str:
+        return module.split(".")[1] if "." in module else ""
+
+    up = []
+    for a, targets in sorted(graph.items()):
+        for b in sorted(targets):
+            if part(b) and layer_of[part(a)] < layer_of[part(b)]:
+                up.append(f"{a} ({layer_of[part(a)]}) -> {b} ({layer_of[part(b)]})")
+    return up
+
+
+def test_every_import_points_down_the_layers_of_the_architecture():
+    layer_of = layers(REPO / "docs" / "architecture.md")
+    graph = import_graph(PACKAGE)
+    parts = {m.split(".")[1] for m in graph if "." in m}
+    assert parts - set(layer_of) == set(), "parts of the package missing from the layers table"
+    assert set(layer_of) - parts == set(), "the layers table names parts that do not exist"
+    assert arrows_up(graph, layer_of) == []
+
+
+def test_an_import_up_a_layer_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    for path, text in {
+        "__init__.py": "",
+        "low/__init__.py": "",
+        "low/a.py": "def f():\n    from ..high.b import g\n",
+        "high/__init__.py": "",
+        "high/b.py": "from ..low.a import f\ndef g(): pass\n",
+    }.items():
+        (package / path).parent.mkdir(parents=True, exist_ok=True)
+        (package / path).write_text(text)
+    doc = tmp_path / "architecture.md"
+    doc.write_text("## 1. Layers\n\n| layer | parts |\n|---|---|\n| 1 | `low/` |\n"
+                   "| 2 | `high/` |\n\n## 2. Next\n| 3 | `nothing/` |\n")  # fmt: skip
+    assert layers(doc) == {"low": 1, "high": 2}
+    assert arrows_up(import_graph(package), layers(doc)) == ["pkg.low.a (1) -> pkg.high (2)",
+                                                             "pkg.low.a (1) -> pkg.high.b (2)"]  # fmt: skip

@@ -1,4 +1,4 @@
-"""Every use of another library's non-public state (``connect_zero_pipeline.internals``),
+"""Every use of another library's non-public state (``connect_zero_pipeline.common.internals``),
 exercised on the installed Kedro: a release that renames or reshapes one fails here, by
 name, instead of silently in a run."""
 
@@ -12,7 +12,7 @@ from kedro.io.core import Version
 from kedro_datasets.json import JSONDataset
 from kedro_datasets.pandas import ParquetDataset
 
-from connect_zero_pipeline import internals
+from connect_zero_pipeline.common import internals
 
 
 def _versioned(tmp_path: Path, version: Version | None = None) -> JSONDataset:
@@ -67,7 +67,7 @@ def test_a_session_has_the_hook_manager_and_config_loader_the_project_uses(kedro
 
 
 def test_kedro_s_catalog_still_takes_one_save_version_for_all_its_datasets(tmp_path):
-    """Why :func:`internals.pin_version` exists: were Kedro to accept a save version per
+    """Why :func:`common.internals.pin_version` exists: were Kedro to accept a save version per
     dataset, the pinning could use it instead."""
     from kedro.io import DataCatalog
     from kedro.io.core import VersionAlreadyExistsError

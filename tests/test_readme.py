@@ -97,7 +97,7 @@ def project_facts():
     from kedro.framework.project import configure_project, pipelines
 
     from connect_zero_pipeline.commands import cli
-    from connect_zero_pipeline.config_loader import CONFIG_LOADER_ARGS
+    from connect_zero_pipeline.common.config_loader import CONFIG_LOADER_ARGS
 
     configure_project("connect_zero_pipeline")
     loader = OmegaConfigLoader(conf_source=str(REPO / "conf"), **CONFIG_LOADER_ARGS)

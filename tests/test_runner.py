@@ -13,13 +13,13 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.pipeline import Node, Pipeline
 from kedro.runner import SequentialRunner
 
-from connect_zero_pipeline.runner import (
+from connect_zero_pipeline.session.project_session import chosen_runner
+from connect_zero_pipeline.session.runner import (
     OverlapRunner,
     StoppingExecutor,
     critical_path,
     recipe_runner,
 )
-from connect_zero_pipeline.session import chosen_runner
 
 
 def _spin(stop_seen: list, name: str):

@@ -18,7 +18,7 @@ import click
 import pytest
 
 from connect_zero_pipeline.commands import COMMANDS, cli
-from connect_zero_pipeline.hooks import MLFLOW_PLUGIN_HOOK, MlflowPluginHook
+from connect_zero_pipeline.session.hooks import MLFLOW_PLUGIN_HOOK, MlflowPluginHook
 from tests.helpers import IMPORT_TIMES, heavy_imports, kedro_cli
 
 RUN_ID = "2026-01-01T00.00.00.000Z"

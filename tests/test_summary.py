@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from connect_zero_pipeline.generation_runs import plain_repr
-from connect_zero_pipeline.summary import (
+from connect_zero_pipeline.session.generation_runs import plain_repr
+from connect_zero_pipeline.session.summary import (
     REFERENCE,
     public_sets_table,
     recipe_changes,
@@ -99,8 +99,8 @@ def test_parent_names_lead_with_the_time_and_differ_for_runs_in_the_same_second(
 
     from mlflow import MlflowClient
 
-    from connect_zero_pipeline.generation_runs import name_taken, parent_run_name
-    from connect_zero_pipeline.tracking import empty_store
+    from connect_zero_pipeline.session.generation_runs import name_taken, parent_run_name
+    from connect_zero_pipeline.tracking.store import empty_store
 
     args = ({"pipeline_names": ["alphazero"]}, ["gen_001", "gen_000"], {"model": {"seed": 0}},
             "2026-11-23T10.26.07.123Z")  # fmt: skip
@@ -130,7 +130,7 @@ def test_object_reprs_become_class_names():
 def test_the_ui_address_is_the_experiment_s_runs_list_without_a_shared_view(tmp_path):
     import sqlite3
 
-    from connect_zero_pipeline.tracking import runs_view, ui_url
+    from connect_zero_pipeline.tracking.store import runs_view, ui_url
 
     db = tmp_path / "mlflow.db"
     assert ui_url(db, 5000) == "http://127.0.0.1:5000/"  # before the first run
@@ -157,7 +157,7 @@ def test_the_port_of_a_server_of_this_store_is_found_from_its_command_line(tmp_p
     import subprocess
     import sys
 
-    from connect_zero_pipeline.tracking import serving_port
+    from connect_zero_pipeline.tracking.store import serving_port
 
     fake = tmp_path / "bin" / "mlflow"
     fake.parent.mkdir()
@@ -179,8 +179,8 @@ def test_the_port_of_a_server_of_this_store_is_found_from_its_command_line(tmp_p
 def test_the_runs_view_shows_the_headline_metrics_first():
     import json
 
-    from connect_zero_pipeline.naming import HEADLINE
-    from connect_zero_pipeline.tracking import runs_view
+    from connect_zero_pipeline.common.naming import HEADLINE
+    from connect_zero_pipeline.tracking.store import runs_view
 
     key, value = runs_view()
     assert key == "mlflow.sharedViewState.connect-zero"
@@ -245,8 +245,8 @@ def test_the_ladder_plot_has_whole_generation_ticks():
 
 
 def test_one_parser_of_registry_uris_and_one_builder_of_ui_addresses():
-    from connect_zero_pipeline.registry import parse_model_uri
-    from connect_zero_pipeline.tracking import run_url
+    from connect_zero_pipeline.tracking.registry import parse_model_uri
+    from connect_zero_pipeline.tracking.store import run_url
 
     assert parse_model_uri("models:/connect-zero@champion") == ("connect-zero", "champion")
     assert parse_model_uri("models:/connect-zero/3") == ("connect-zero", "3")
@@ -261,7 +261,7 @@ def test_kedro_mlflow_s_repeated_closing_line_is_said_once():
     MLflow's run stack (one per node that ran); after the project's filters, once."""
     import logging
 
-    from connect_zero_pipeline import quiet
+    from connect_zero_pipeline.common import quiet
 
     quiet.install()
     seen: list[str] = []
@@ -278,7 +278,7 @@ def test_kedro_mlflow_s_repeated_closing_line_is_said_once():
 
 
 def test_the_last_generation_s_stages_are_timed():
-    from connect_zero_pipeline.summary import time_line
+    from connect_zero_pipeline.session.summary import time_line
 
     assert time_line({"solver.acc": 0.5}) is None
     metrics = {"selfplay.seconds": 31.6, "selfplay.compile_s": 25.2, "train.train_seconds": 6.0,

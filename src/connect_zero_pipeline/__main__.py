@@ -18,7 +18,7 @@ HELP_FLAGS = ("-h", "--help")
 
 
 def main(*args, **kwargs) -> Any:
-    from . import quiet
+    from .common import quiet
 
     quiet.install()  # known library warnings and progress bars, before any library loads
     argv = list(args[0]) if args else sys.argv[1:]

@@ -12,7 +12,7 @@ short message instead of a traceback (:func:`user_error`):
   names the file;
 - a full disk or a folder that cannot be written; a locked or read-only MLflow store;
 - a run refused before it started (bad parameters, a resume that cannot work);
-- Ctrl-C: ``Interrupted.``, exit 130 (the run is recorded as failed: :mod:`.session`).
+- Ctrl-C: ``Interrupted.``, exit 130 (the run is recorded as failed: :mod:`.session.project_session`).
 
 ``kedro run --verbose`` shows the full traceback instead. A bug of the program (any
 other exception) always shows its traceback.
@@ -57,7 +57,7 @@ def env_names(conf_source: str | None) -> list[str] | None:
     """The envs of the project's configuration folder (None when it is not a folder)."""
     from kedro.framework.project import settings
 
-    from .project import in_project
+    from .common.project import in_project
 
     folder = Path(conf_source) if conf_source else in_project(settings.CONF_SOURCE)
     if not folder.is_dir():
@@ -87,7 +87,7 @@ def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) 
 def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
     from kedro.framework.project import pipelines as registry
 
-    from .internals import unknown_nodes
+    from .common.internals import unknown_nodes
 
     wanted = unknown_nodes(error)
     if wanted is None:
@@ -106,7 +106,7 @@ def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
 
 
 def _store_error(exc: BaseException) -> str | None:
-    from .tracking import store_help, store_problem
+    from .tracking.store import store_help, store_problem
 
     problem = store_problem(exc)
     if problem == "read-only":
@@ -118,8 +118,8 @@ def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
     """The message for an error that is a user's mistake or the machine's, else None (a bug)."""
     from kedro.io.core import DatasetError
 
-    from .errors import run_of
-    from .messages import error_text
+    from .common.errors import run_of
+    from .run.messages import error_text
 
     for error in _chain(exc):
         if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
@@ -154,10 +154,10 @@ KEDRO_RESUME_HINTS = ("You can resume the pipeline run", "No nodes ran. Repeat t
 """Kedro's runner's advice after a failure (``--from-nodes ...``, or run again): either would
 start a new run. The project prints its own, ``make resume RUN=<id>`` (:func:`_run`)."""
 RUNNERS = ("kedro.runner.sequential_runner", "kedro.runner.thread_runner",
-           "kedro.runner.parallel_runner", "connect_zero_pipeline.runner")  # fmt: skip
-RECIPE_RUNNER = "connect_zero_pipeline.runner.RecipeRunner"
+           "kedro.runner.parallel_runner", "connect_zero_pipeline.session.runner")  # fmt: skip
+RECIPE_RUNNER = "connect_zero_pipeline.session.runner.RecipeRunner"
 """What ``run`` hands Kedro when no ``--runner`` is given: the session then runs with the
-recipe's runner (``alphazero.overlap``: :mod:`.runner`)."""
+recipe's runner (``alphazero.overlap``: :mod:`.session.runner`)."""
 
 
 def tidy_logs(verbose: bool, stream=None) -> None:
@@ -165,7 +165,7 @@ def tidy_logs(verbose: bool, stream=None) -> None:
     one-record-per-line handler; without ``--verbose``, the per-dataset lines go."""
     from rich.logging import RichHandler
 
-    from .quiet import drop_log_records
+    from .common.quiet import drop_log_records
 
     stream = stream or sys.stdout
     root = logging.getLogger()
@@ -189,7 +189,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
                                    "the pipelines to run")  # fmt: skip
         kwargs["pipelines"], kwargs["pipeline"] = [kwargs["pipeline"]], None
     pipelines = list(kwargs.get("pipelines") or [])
-    from .project import in_project
+    from .common.project import in_project
     from .run.rules import resume_arguments
 
     kwargs["params"], kwargs["env"] = resume_arguments(
@@ -207,7 +207,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
         if verbose:
             raise
         from .commands.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED
-        from .errors import Terminated
+        from .common.errors import Terminated
 
         terminated = isinstance(stop, Terminated)
         click.echo(TERMINATED if terminated else INTERRUPTED, err=True)
@@ -231,7 +231,7 @@ def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = T
     (``make resume RUN=<id>``; after an error, "once fixed"; after an interrupt, nothing to
     fix); False, printing nothing, when no run had started. A run whose manifest could not
     record its end is said to be so, with why (it reads as interrupted)."""
-    from .errors import run_of, unrecorded
+    from .common.errors import run_of, unrecorded
 
     run_id = run_of(error)
     if not run_id:
@@ -258,7 +258,7 @@ TERMINATED = "Terminated."
 class _Stop:
     """The run's handler of SIGINT and SIGTERM (:func:`_stops_handled`): says
     :data:`STOPPING` at once, then raises ``KeyboardInterrupt`` (SIGINT) or
-    :class:`.errors.Terminated` (SIGTERM) where the main thread is, so both stop the run the
+    :class:`.common.errors.Terminated` (SIGTERM) where the main thread is, so both stop the run the
     same way. A second SIGTERM ends the process at once (its workers die with it; the run,
     left ``running``, reads as interrupted and resumes whole). Code that must not be cut
     (``executors.local``'s hand-over of shards) holds the signal and calls
@@ -275,7 +275,7 @@ class _Stop:
                 os.write(sys.stderr.fileno(), f"{STOPPING}\n".encode())
 
     def __call__(self, signum: int, frame: Any) -> None:
-        from .errors import Terminated
+        from .common.errors import Terminated
 
         if signum == signal.SIGTERM:
             if self.terminating:

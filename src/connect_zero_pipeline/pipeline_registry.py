@@ -5,7 +5,7 @@ from __future__ import annotations
 from kedro.framework.project import find_pipelines
 from kedro.pipeline import Pipeline
 
-from .naming import DEFAULT_PIPELINE
+from .common.naming import DEFAULT_PIPELINE
 
 
 def register_pipelines() -> dict[str, Pipeline]:

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from connect_zero_pipeline.commands.serve import port_taken, serve_ui
-from connect_zero_pipeline.tracking import serving_port
+from connect_zero_pipeline.tracking.store import serving_port
 from tests.helpers import REPO, _as_in_a_terminal, make_project, wait_for_line
 
 

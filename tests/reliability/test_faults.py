@@ -190,8 +190,8 @@ def test_a_store_locked_mid_run_is_one_line_in_the_manifest_and_silent_in_the_lo
 
     from mlflow.exceptions import MlflowException
 
-    from connect_zero_pipeline import quiet
-    from connect_zero_pipeline.messages import error_line
+    from connect_zero_pipeline.common import quiet
+    from connect_zero_pipeline.run.messages import error_line
 
     sql = "(sqlite3.OperationalError) database is locked\n[SQL: SELECT runs.run_uuid AS runs_"
     line = error_line(MlflowException(sql))

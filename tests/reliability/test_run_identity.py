@@ -17,7 +17,7 @@ import pytest
 
 from connect_zero_pipeline.commands.curve import run_heading
 from connect_zero_pipeline.commands.runs import runs_table
-from connect_zero_pipeline.config_loader import project_config
+from connect_zero_pipeline.common.config_loader import project_config
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
 from connect_zero_pipeline.run.liveness import open_inodes, run_status
 from connect_zero_pipeline.run.manifest import claim_manifest, known_runs, read_manifest

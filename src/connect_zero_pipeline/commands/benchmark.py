@@ -267,8 +267,8 @@ def _cache_dir(option: str | None) -> Path | None:
     """``--cache``: a folder, ``none``, or by default the project's solver cache (if any)."""
     if option is not None:
         return None if option.lower() == "none" else Path(option)
+    from ..common.project import project_root
     from ..params.pons import PonsConfig
-    from ..project import project_root
 
     project = project_root()
     default = PonsConfig().cache_dir

@@ -89,7 +89,7 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     column with no value in any generation (a run made before its metric, or self-play not
     compiled) is left out. ``times``: when each generation's model and scorecard were
     written, seconds since the run started."""
-    from ..naming import generation_name
+    from ..common.naming import generation_name
 
     columns = COLUMNS + ([(title, None) for title, _ in WRITTEN] if times else [])
     start = _started(project, run_id) if times else None
@@ -157,7 +157,7 @@ def curve(run_id: str | None, project: Path, times: bool) -> None:
 def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     """Which run a table is about, first: ``Run <id>: alphazero, 24 generations, started ...,
     from <start> (<why this run>)``."""
-    from ..naming import pipeline_label
+    from ..common.naming import pipeline_label
     from ..run.manifest import known_runs, read_manifest
 
     if run_id is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ..registry import REGISTRY_PREFIX  # --model models:/connect-zero@champion
+from ..tracking.registry import REGISTRY_PREFIX  # --model models:/connect-zero@champion
 from .interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
@@ -68,7 +68,7 @@ class NoVersionError(CommandError):
 def _quiet_catalog() -> None:
     """Known third-party warnings (omegaconf's resolver API) and the catalog's per-dataset
     loading lines stay out of a command's output."""
-    from .. import quiet
+    from ..common import quiet
 
     quiet.install()
     quiet.drop_log_records("kedro.io.data_catalog", ["Loading data from"])
@@ -88,7 +88,7 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
     _quiet_catalog()
     from kedro.io import DataCatalog, DatasetError
 
-    from ..project import project_root
+    from ..common.project import project_root
 
     project = project_root(start)
     if project is None:
@@ -96,7 +96,7 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
             f"{start or Path.cwd()} is not inside a Kedro project, so there is no catalog "
             f"to take '{name}' from; run from the project folder or pass a path"
         )
-    from ..config_loader import chdir, project_config
+    from ..common.config_loader import chdir, project_config
 
     with chdir(project):
         catalog = DataCatalog.from_config(project_config(project, "catalog"))
@@ -141,7 +141,7 @@ MODEL_FORMS = (
 
 def _run_model(run_id: str):
     """The last generation model of run ``run_id`` of the project around the current folder."""
-    from ..project import project_root
+    from ..common.project import project_root
     from ..run.start import resolve
 
     project = project_root()
@@ -208,7 +208,7 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
 def _described(entry: str, version: str | None, meta: dict) -> str:
     """``latest_model version <v>: run <id>, generation <k>``: which run's model a catalog
     entry's newest version is (its version names the run, or one of its extensions)."""
-    from ..project import project_root
+    from ..common.project import project_root
     from ..run.manifest import run_of_version
 
     if version is None:
@@ -222,8 +222,8 @@ def _described(entry: str, version: str | None, meta: dict) -> str:
 
 def _registered(uri: str):
     """A registered version of the project's MLflow registry (``models:/name@alias``)."""
-    from ..project import project_root
-    from ..registry import load_registered
+    from ..common.project import project_root
+    from ..tracking.registry import load_registered
 
     project = project_root()
     if project is None:

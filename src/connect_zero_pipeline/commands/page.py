@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from .. import web
-from ..tracking import LOOPBACK
+from ..tracking.store import LOOPBACK
 from . import interrupts
 from .model_source import PRETRAINED, NoVersionError, load_catalog_entry
 from .model_source import CommandError as PlayError

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ..naming import DEFAULT_PIPELINE, pipeline_label, pipeline_names
+from ..common.naming import DEFAULT_PIPELINE, pipeline_label, pipeline_names
 from ..run.liveness import run_status
 from ..run.manifest import known_runs, read_manifest
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from ..tracking import LOOPBACK, ui_base
+from ..tracking.store import LOOPBACK, ui_base
 from . import interrupts
 
 QUIET_WARNINGS = (
@@ -57,7 +57,7 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
     """``(argv, extra environment, the lines to print once it answers)`` of UI ``ui``."""
     binary = Path(sys.executable).parent
     if ui == "mlflow":
-        from ..tracking import ui_url
+        from ..tracking.store import ui_url
 
         db = project / "mlflow.db"
         store = f"sqlite:///{db}"
@@ -159,7 +159,7 @@ def _stop(signum, frame) -> None:
 def serve_ui(ui: str, port: int) -> None:
     """Start the MLflow UI or kedro-viz for the project around this folder; its addresses
     are printed last."""
-    from ..project import project_root
+    from ..common.project import project_root
 
     click.get_current_context().exit(serve(ui, port, project_root() or Path.cwd()))
 

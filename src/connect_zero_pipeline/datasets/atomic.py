@@ -20,8 +20,8 @@ from typing import Any
 
 from kedro.io import DataCatalog
 
+from ..common.internals import forget_versions, save_path, staged_save
 from ..core.files import atomic_path
-from ..internals import forget_versions, save_path, staged_save
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import mlflow
 from kedro_mlflow.io.models import MlflowModelTrackingDataset
 
-from ..internals import save_args
+from ..common.internals import save_args
 
 
 def model_requirements() -> list[str]:
@@ -69,7 +69,7 @@ class RunModelDataset(MlflowModelTrackingDataset):
         super().__init__(*args, **kwargs)
         self._run = None  # the run it is saved by (bind_run)
         if "signature" not in self._save_args:
-            from ..registry import onnx_signature
+            from ..tracking.registry import onnx_signature
 
             self._save_args["signature"] = onnx_signature()
         if "pip_requirements" not in self._save_args:  # MLflow would infer them (2 s a save)
@@ -107,9 +107,9 @@ class RunModelDataset(MlflowModelTrackingDataset):
         version = self._registered_version(client, run, logged)
         if version is None:
             version = _register(model_uri, name)
+        from ..common.naming import pipeline_label
         from ..core.export import onnx_info
-        from ..naming import pipeline_label
-        from ..registry import describe_version, version_tags
+        from ..tracking.registry import describe_version, version_tags
 
         meta = onnx_info(model.SerializeToString())["meta"]
         manifest = (self._run.manifest if self._run is not None else None) or {}
@@ -135,7 +135,7 @@ class RunModelDataset(MlflowModelTrackingDataset):
     def _registered_version(self, client, run, logged):
         """The version of the registered model that ``run`` registered from its logged model
         ``logged`` (None: this save's new one), or None."""
-        from ..registry import run_version
+        from ..tracking.registry import run_version
 
         model_id = logged.model_id if logged is not None else self.model_info.model_id
         return run_version(client, self._save_args.get("registered_model_name"),

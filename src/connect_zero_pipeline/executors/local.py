@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..common.internals import kill_pool_workers
 from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import merge_shards, self_play, shard_slots
-from ..internals import kill_pool_workers
 from .lifetime import die_with_parent
 from .settings import NodeSettings
 

@@ -21,9 +21,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ..common.naming import RESUME_KEY
 from ..core.config import field_default, from_params, unknown_key_error
 from ..core.config.models import ModelSpec
-from ..naming import RESUME_KEY
 from .alphazero import AlphaZeroConfig
 from .baselines import BaselineMatchConfig
 from .evaluate import EvaluateParams

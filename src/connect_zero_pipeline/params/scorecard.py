@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..common.naming import ALGORITHMS
 from ..core.config import check
 from ..core.config.scorecard import ScorecardConfig
 from ..executors.settings import NodeSettings
-from ..naming import ALGORITHMS
 
 
 @dataclass(frozen=True)

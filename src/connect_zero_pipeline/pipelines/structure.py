@@ -37,8 +37,8 @@ def reading(params: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _conf_params() -> Mapping[str, Any]:
-    from ..config_loader import load_parameters
-    from ..project import project_root
+    from ..common.config_loader import load_parameters
+    from ..common.project import project_root
 
     root = project_root()
     if root is None:
@@ -77,7 +77,7 @@ def check_shape(params: Mapping[str, Any]) -> None:
         raise ValueError(
             f"model.start_from={start!r}: this session would ignore it (the project's session "
             "resolves a start point once, at the run's start): run it with kedro run, or with "
-            "connect_zero_pipeline.session.ProjectSession (settings.SESSION_CLASS)"
+            "connect_zero_pipeline.session.project_session.ProjectSession (settings.SESSION_CLASS)"
         )
     wanted = _shape(params)
     built = _shape(_built_from())
@@ -87,7 +87,7 @@ def check_shape(params: Mapping[str, Any]) -> None:
             f"{', '.join(f'{k}={wanted[k]!r}' for k in changed)} change the pipelines' shape, "
             "but this session builds them from conf/ "
             f"({', '.join(f'{k}={built[k]!r}' for k in changed)}): run it with kedro run, or "
-            "with connect_zero_pipeline.session.ProjectSession (settings.SESSION_CLASS), "
+            "with connect_zero_pipeline.session.project_session.ProjectSession (settings.SESSION_CLASS), "
             "which builds its pipelines from its own parameters"
         )
 

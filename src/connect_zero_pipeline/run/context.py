@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import RunRefused
+from ..common.errors import RunRefused
 from .ladder import ladder_plan
 from .rules import check_resume, final_version
 from .start import recorded, start_point

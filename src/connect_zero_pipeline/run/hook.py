@@ -20,12 +20,12 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
-from ..errors import NothingToDo
-from ..messages import error_line
-from ..naming import pipeline_names
+from ..common.errors import NothingToDo
+from ..common.naming import pipeline_names
 from . import manifest as manifests  # looked up at each call (the fault sweep wraps them)
 from .context import RunContext, advance, thaw
 from .liveness import this_process
+from .messages import error_line
 from .pinning import nothing_to_run, pin_outputs, steps_done
 from .rules import check_attempt
 

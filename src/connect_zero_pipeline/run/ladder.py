@@ -34,7 +34,7 @@ def ladder_plan(root: Path, params: Mapping[str, Any]) -> dict[str, Any]:
     """
     from ..params.ladder import LATEST
     from ..params.schema import parse_section
-    from ..registry import REGISTERED_MODEL, REGISTRY_PREFIX, find_version, project_client
+    from ..tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX, find_version, project_client
 
     cfg = parse_section("ladder", params.get("ladder"))
     finished = alphazero_runs(root)

@@ -20,8 +20,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..common.naming import DEFAULT_PIPELINE, generation_name, pipeline_names
 from ..core.files import atomic_path, staging_path
-from ..naming import DEFAULT_PIPELINE, generation_name, pipeline_names
 
 RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
 """A run id: Kedro's save-version timestamp."""

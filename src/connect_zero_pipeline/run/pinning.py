@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from ..internals import is_ephemeral, is_versioned, pin_version
-from ..naming import CHUNK, GENERATION, parse_step
+from ..common.internals import is_ephemeral, is_versioned, pin_version
+from ..common.naming import CHUNK, GENERATION, parse_step
 from .rules import final_outputs
 
 if TYPE_CHECKING:

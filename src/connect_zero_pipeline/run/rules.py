@@ -23,8 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunRefused
-from ..naming import GENERATION, RESUME_KEY, parse_step, pipeline_names
+from ..common.errors import RunRefused
+from ..common.naming import GENERATION, RESUME_KEY, parse_step, pipeline_names
 from .liveness import run_status
 from .manifest import RUN_ID, manifest_path, read_manifest
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..naming import GAMES_PARTITION, GENERATION, model_index
+from ..common.naming import GAMES_PARTITION, GENERATION, model_index
 from .manifest import check_known
 
 
@@ -30,7 +30,7 @@ def partitions(root: Path, view: str, env: str | None = None) -> list[str]:
     folder, relative in the catalog, is the project's."""
     from kedro.io import DataCatalog
 
-    from ..config_loader import project_config
+    from ..common.config_loader import project_config
 
     conf = dict(project_config(Path(root), "catalog", env)[view])
     conf["path"] = str(Path(root) / conf["path"])  # an absolute path stays as it is
@@ -51,7 +51,7 @@ def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-    from ..registry import (
+    from ..tracking.registry import (
         REGISTRY_PREFIX,
         find_version,
         parse_model_uri,

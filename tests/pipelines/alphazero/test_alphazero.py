@@ -10,7 +10,7 @@ import pytest
 from kedro.framework.project import pipelines
 
 from connect_zero_pipeline.run.manifest import known_runs, read_manifest
-from connect_zero_pipeline.tracking import runs_view
+from connect_zero_pipeline.tracking.store import runs_view
 from tests.helpers import REPO, latest, mlflow_client, run_kedro, versions
 
 TINY = {

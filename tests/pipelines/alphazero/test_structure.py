@@ -9,7 +9,7 @@ from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 
 from connect_zero_pipeline.pipelines.structure import reading
-from connect_zero_pipeline.session import ProjectSession
+from connect_zero_pipeline.session.project_session import ProjectSession
 from tests.helpers import store_untouched
 
 

@@ -160,7 +160,7 @@ def test_the_model_input_is_one_parameter():
 
 def test_registered_versions_describe_themselves_and_the_champion_is_the_best(project):
     from connect_zero_pipeline.commands.model_source import resolve_model
-    from connect_zero_pipeline.registry import CHAMPION, load_registered
+    from connect_zero_pipeline.tracking.registry import CHAMPION, load_registered
 
     store = f"sqlite:///{project / 'mlflow.db'}"  # both: the registry URI is not the tracking's
     client = mlflow.MlflowClient(tracking_uri=store, registry_uri=store)

@@ -87,7 +87,7 @@ def test_the_number_of_chunks_shapes_the_dag_and_is_validated(kedro_project):
     from kedro.framework.startup import bootstrap_project
 
     from connect_zero_pipeline.pipelines.structure import reading
-    from connect_zero_pipeline.session import ProjectSession
+    from connect_zero_pipeline.session.project_session import ProjectSession
 
     def chunks(params):
         bootstrap_project(kedro_project)

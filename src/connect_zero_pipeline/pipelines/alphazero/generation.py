@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline
 
-from ...naming import generation_name
+from ...common.naming import generation_name
 from ..structure import bind
 from .evaluate import (
     evaluate_generation,

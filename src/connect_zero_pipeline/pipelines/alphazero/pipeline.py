@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline
 
-from ...naming import generation_name
+from ...common.naming import generation_name
 from ..export.pipeline import create_pipeline as create_export
 from .generation import generation_pipeline, init_pipeline
 from .report import plot_learning_curves

@@ -7,10 +7,10 @@ import logging
 import pandas as pd
 from torch import nn
 
+from ...common.naming import generation_name
 from ...core.config import mix_seed
 from ...core.device import resolve_device
 from ...core.training import games_to_tensors, train_model, train_steps
-from ...naming import generation_name
 from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)

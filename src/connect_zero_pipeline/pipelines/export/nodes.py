@@ -9,11 +9,11 @@ import pandas as pd
 from torch import nn
 
 from ... import web
+from ...common.project import user_cache
 from ...core.evaluation import solver_set_metrics
 from ...core.export import check_parity, export_onnx, onnx_info
 from ...core.inference import torch_evaluate_fn
 from ...params.schema import parse_section
-from ...project import user_cache
 
 log = logging.getLogger(__name__)
 

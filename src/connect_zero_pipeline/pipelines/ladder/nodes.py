@@ -26,15 +26,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...common.naming import CHUNK, GENERATION, model_index
 from ...core.config.players import SOLVER_PREFIX
 from ...core.device import resolve_device
 from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
-from ...naming import CHUNK, GENERATION, model_index
 from ...params.ladder import LadderConfig
 from ...params.schema import parse_section
-from ...registry import REGISTERED_MODEL, REGISTRY_PREFIX
+from ...tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def _make_player(row, model_files: Partitions, plan: dict, cfg: LadderConfig, de
     if row.kind == "anchor":
         return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller)
     if row.source.startswith(REGISTRY_PREFIX):  # its files, as the plan found them
-        from ...registry import load_version_files
+        from ...tracking.registry import load_version_files
 
         version = next(v for v in plan["registry"] if v["uri"] == row.source)
         model = load_version_files(version["source"],
@@ -274,7 +274,7 @@ def publish_ratings(ratings: pd.DataFrame, params: dict) -> None:
     """MLflow (:func:`...tracking.publish_ladder`): ``elo`` on each rated generation's child
     run, the tag ``ladder.elo`` on each rated registered version, the table and the plot on
     this run, and the ``champion`` alias when ``move_champion``."""
-    from ...tracking import publish_ladder
+    from ...tracking.store import publish_ladder
 
     cfg = parse_section("ladder", params)
     publish_ladder(ratings, plot_ladder(ratings), move_champion=cfg.move_champion)

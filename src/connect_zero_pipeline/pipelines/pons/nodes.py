@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
+from ...common.project import in_project
 from ...core.evaluation import PLY_BUCKETS
 from ...core.labelling import (
     SCORE_COLUMNS,
@@ -27,7 +28,6 @@ from ...core.labelling import (
 from ...executors.dispatch import chunk_runner
 from ...params.pons import PonsConfig
 from ...params.schema import parse_section
-from ...project import in_project
 
 log = logging.getLogger(__name__)
 

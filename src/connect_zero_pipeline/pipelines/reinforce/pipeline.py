@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline
 
-from ...naming import chunk_name
+from ...common.naming import chunk_name
 from ..structure import bind
 from .nodes import evaluate_reinforce_chunk, init_reinforce_model, train_reinforce_chunk
 from .report import plot_reinforce_curves

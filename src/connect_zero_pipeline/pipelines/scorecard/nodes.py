@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from ...common.naming import ALGORITHMS, CHUNK, GENERATION, model_index
 from ...core.device import resolve_device, torch_threads
 from ...core.models import count_parameters
 from ...core.scorecard import scorecard
-from ...naming import ALGORITHMS, CHUNK, GENERATION, model_index
 from ...params.schema import parse_section
 
 log = logging.getLogger(__name__)

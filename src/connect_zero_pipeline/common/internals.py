@@ -16,7 +16,7 @@ says which:
 - **The file a dataset reads** (:func:`load_path`), which the run's summary prints
   (``_get_load_path``, ``_filepath``).
 - **The session's hook manager and config loader** (:func:`session_hooks`,
-  :func:`session_config`): :class:`.session.ProjectSession` registers its run's own hooks
+  :func:`session_config`): :class:`.session.project_session.ProjectSession` registers its run's own hooks
   and reads its configuration (``KedroSession._hook_manager``, ``_get_config_loader``).
 - **Whether a dataset keeps what it saves** (:func:`is_ephemeral`): Kedro's runner decides
   with ``AbstractDataset._EPHEMERAL`` (a ``MemoryDataset`` is), and so does the check that
@@ -39,7 +39,7 @@ says which:
   the verb and whose cause is the reason.
 
 Reopening a resumed run's MLflow parent needs none: MLflow's ``MLFLOW_RUN_ID``
-(:func:`.session.reopening`). The project's own datasets subclass Kedro's and MLflow's
+(:func:`.session.project_session.reopening`). The project's own datasets subclass Kedro's and MLflow's
 dataset classes and use the attributes those classes document for subclasses
 (``_get_load_path``, ``_fs``, ``_save_args``); those are not listed here.
 """

@@ -1,7 +1,7 @@
 """The MLflow store of a project: anchored at the project root, created once, safe to copy.
 
 - **Anchored.** ``conf/base/mlflow.yml`` names the store with the
-  ``${cz.project_root:}`` resolver (:func:`.project.in_project`), so the sqlite file
+  ``${cz.project_root:}`` resolver (:func:`.common.project.in_project`), so the sqlite file
   is ``<project>/mlflow.db`` whichever folder Kedro or a notebook starts in.
 - **Created under a lock.** Two runs that start together in a fresh project
   would both create and migrate ``mlflow.db`` (an alembic race, one of them
@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
 
-from .internals import experiment_in_store, relocate_artifacts
-from .project import user_cache
+from ..common.internals import experiment_in_store, relocate_artifacts
+from ..common.project import user_cache
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def check_writable(db: Path) -> None:
     Raises:
         RunRefused: with :func:`store_help`'s paragraph.
     """
-    from .errors import RunRefused
+    from ..common.errors import RunRefused
 
     if not db.exists():
         folder = next((p for p in [db.parent, *db.parent.parents] if p.exists()), db.parent)
@@ -179,7 +179,7 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
 
 def empty_store() -> Path | None:
     """An MLflow sqlite store of the installed MLflow with its schema and nothing else, made
-    once per MLflow version in the user's cache folder (:func:`.project.user_cache`; MLflow's
+    once per MLflow version in the user's cache folder (:func:`.common.project.user_cache`; MLflow's
     schema migrations take about 2 s a store); None where that folder cannot be written."""
     import mlflow
     from mlflow.tracking import MlflowClient
@@ -226,12 +226,12 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
     - ``elo``, ``elo_low``, ``elo_high`` on each rated generation's child run of its run's
       parent, with ``step = generation``;
     - the tag ``ladder.elo`` on each rated registered version, and with ``move_champion``
-      the ``champion`` alias on the best of them (:func:`.registry.crown_by_ladder`);
+      the ``champion`` alias on the best of them (:func:`.tracking.registry.crown_by_ladder`);
     - ``ladder/ratings.csv`` and ``ladder/elo.png`` on the active run.
     """
     import mlflow
 
-    from .naming import generation_name
+    from ..common.naming import generation_name
     from .registry import REGISTERED_MODEL, crown_by_ladder
 
     active = mlflow.active_run()
@@ -280,12 +280,12 @@ _SHARED_VIEW_TAG = "mlflow.sharedViewState."  # MLflow's UI reads a shared view 
 
 def runs_view() -> tuple[str, str]:
     """The experiment tag (key, value) of the runs list's shared view in MLflow 3's UI: the
-    headline metrics (:data:`.naming.HEADLINE`) as its first columns, in order, where the
+    headline metrics (:data:`.common.naming.HEADLINE`) as its first columns, in order, where the
     UI's own default shows no metric column. The UI opens it from the address
     :func:`ui_url` prints; its "Override saved view" keeps it as the user's own."""
     import json
 
-    from .naming import HEADLINE
+    from ..common.naming import HEADLINE
 
     columns = [f"metrics.`{key}`" for key, _ in HEADLINE]
     state = {"selectedColumns": columns, "columnOrder": columns}

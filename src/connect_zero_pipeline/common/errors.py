@@ -11,7 +11,7 @@ import click
 class NothingToDo(Exception):
     """A ``--only-missing-outputs`` run whose every output exists: it stops before it writes
     anything (no manifest, no MLflow run, no summary), and the command exits 0 with this
-    message (:class:`.session.ProjectSession`)."""
+    message (:class:`.session.project_session.ProjectSession`)."""
 
 
 class RunRefused(click.ClickException, ValueError):

@@ -10,8 +10,8 @@ after its hooks have written), and the MLflow store is prepared.
 **The hooks.** Once the run is planned, the session registers the run's own hooks, each
 given the run's :class:`.run.RunLife` (which holds the context): :class:`.run.RunLife`
 itself (the manifest, the pinned versions, the start point),
-:class:`.generation_runs.GenerationRunsHook` (the MLflow children) and
-:class:`.summary.RunSummaryHook` (so a run its plan refuses imports none of MLflow).
+:class:`.session.generation_runs.GenerationRunsHook` (the MLflow children) and
+:class:`.session.summary.RunSummaryHook` (so a run its plan refuses imports none of MLflow).
 ``settings.HOOKS`` holds the stateless rest. **The runner** is the one ``kedro run
 --runner`` named, else the recipe's (:func:`chosen_runner`).
 
@@ -25,8 +25,8 @@ when a node raised an ``Exception``; a run can also fail in a hook (the MLflow s
 stopped with Ctrl-C. The session then calls every project hook's ``on_pipeline_error`` and
 :meth:`.run.RunLife.fail`, so the manifest says ``failed`` with the error and the MLflow
 runs end FAILED in every case, and marks the error with the run's id for the command line
-(:func:`.errors.run_of`). A ``--only-missing-outputs`` run whose every output already
-exists stops before it writes anything, says so and returns (:class:`.errors.NothingToDo`).
+(:func:`.common.errors.run_of`). A ``--only-missing-outputs`` run whose every output already
+exists stops before it writes anything, says so and returns (:class:`.common.errors.NothingToDo`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import Any
 
 from kedro.framework.session import KedroSession
 
-from .internals import session_config, session_hooks
-from .run.hook import RunLife
+from ..common.internals import session_config, session_hooks
+from ..run.hook import RunLife
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +83,15 @@ class ProjectSession(KedroSession):
         return dict(session_config(self)["parameters"])
 
     def load_context(self):
-        from .pipelines.structure import reading
+        from ..pipelines.structure import reading
 
         with reading(self.parameters()):  # its checks see the parameters the run builds from
             return super().load_context()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from .errors import NothingToDo, mark_run
-        from .pipelines.structure import reading
-        from .run.context import plan
+        from ..common.errors import NothingToDo, mark_run
+        from ..pipelines.structure import reading
+        from ..run.context import plan
 
         params = self.parameters()
         root = Path(self.store["project_path"])
@@ -121,7 +121,7 @@ class ProjectSession(KedroSession):
     @staticmethod
     def _remove_dead_semaphores() -> None:
         """What a run killed with its whole process group left in ``/dev/shm`` goes now."""
-        from .run.liveness import remove_dead_semaphores
+        from ..run.liveness import remove_dead_semaphores
 
         removed = remove_dead_semaphores()
         if removed:
@@ -129,7 +129,7 @@ class ProjectSession(KedroSession):
                      len(removed))  # fmt: skip
 
     def _prepare_store(self, root: Path) -> None:
-        from .tracking import prepare_store
+        from ..tracking.store import prepare_store
 
         try:
             mlflow_conf = session_config(self)["mlflow"]
@@ -160,7 +160,7 @@ class ProjectSession(KedroSession):
                 else:
                     method()
             except Exception as exc:  # the store may be what failed
-                from .tracking import store_line
+                from ..tracking.store import store_line
 
                 why = store_line(exc) or " ".join(str(exc).split())[:300]
                 log.warning("%s could not record the failure: %s", type(hook).__name__, why)
@@ -169,8 +169,8 @@ class ProjectSession(KedroSession):
 
 def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
     """The runner a run uses: the one ``kedro run --runner`` named, else the recipe's
-    (:func:`.runner.recipe_runner`: ``kedro run`` without ``--runner`` passes a
-    :class:`.runner.RecipeRunner`, a direct ``session.run()`` none)."""
+    (:func:`.session.runner.recipe_runner`: ``kedro run`` without ``--runner`` passes a
+    :class:`.session.runner.RecipeRunner`, a direct ``session.run()`` none)."""
     from .runner import RecipeRunner, recipe_runner
 
     if runner is None:
@@ -183,7 +183,7 @@ def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
 def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
     they do not hold (``params`` are the run's, already validated by :func:`.run.plan`)."""
-    from .naming import FILTERS
+    from ..common.naming import FILTERS
 
     asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
     if not asked:

@@ -1,6 +1,6 @@
 """``GenerationRunsHook``: a run's MLflow record beyond kedro-mlflow's parent run.
 
-Registered by :class:`.session.ProjectSession` for its run, with the run's
+Registered by :class:`.session.project_session.ProjectSession` for its run, with the run's
 :class:`.run.RunLife`. kedro-mlflow opens one run per ``kedro run`` (the
 parent). For every generation namespace (``gen_001``, ...) this hook opens a
 child run through ``MlflowClient`` (tag ``mlflow.parentRunId``), never through
@@ -31,7 +31,7 @@ from kedro.framework.hooks import hook_impl
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
-from .naming import (
+from ..common.naming import (
     CHUNK,
     EVAL_STAGE,
     FILTERS,
@@ -46,8 +46,8 @@ from .naming import (
     parse_step,
     stage_of,
 )
-from .run.rules import flatten
-from .tracking import runs_view
+from ..run.rules import flatten
+from ..tracking.store import runs_view
 
 _HEADLINE_KEYS = {key for key, _ in HEADLINE}
 
@@ -76,7 +76,7 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag); ``manifest`` its
     record (``start_from``, ``extended``).
     """
-    from .naming import pipeline_label
+    from ..common.naming import pipeline_label
 
     def moment(rid: str) -> str:  # 2026-11-23T10.26.07.123Z -> 11-23 10:26
         date, _, clock = rid.partition("T")
@@ -237,7 +237,7 @@ class GenerationRunsHook:
                 if stage == EVAL_STAGE:  # the child's description: its headline in one line
                     self._client.set_tag(run_id, NOTE_TAG, f"{namespace}: {headline_line(value)}")
             elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
-                from .core.checkpoint import save_model
+                from ..core.checkpoint import save_model
 
                 with tempfile.TemporaryDirectory() as tmp:
                     path = Path(tmp) / f"{local}.pt"

@@ -3,7 +3,7 @@
 Kedro registers these when any session is created, before a run's parameters are checked,
 so this module imports nothing heavy; MLflow is imported when a run first calls a hook that
 needs it. The run's own hooks (its record, its MLflow children, its summary) are registered
-by :class:`.session.ProjectSession` once the run is planned.
+by :class:`.session.project_session.ProjectSession` once the run is planned.
 
 ``PipelineShapeHook``. Refuses structural parameters (``alphazero.num_generations``, ...)
 that the session's pipelines were not built from (a plain ``KedroSession``), first of all.
@@ -107,8 +107,8 @@ class PipelineShapeHook:
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
-        from .errors import RunRefused
-        from .pipelines.structure import check_shape
+        from ..common.errors import RunRefused
+        from ..pipelines.structure import check_shape
 
         try:
             check_shape(dict(context.config_loader["parameters"]))

@@ -50,8 +50,8 @@ def onnx_signature():
     from mlflow.models import ModelSignature
     from mlflow.types.schema import Schema, TensorSpec
 
-    from .core.board import HEIGHT, WIDTH
-    from .core.export import INPUT_NAME, OUTPUT_NAMES
+    from ..core.board import HEIGHT, WIDTH
+    from ..core.export import INPUT_NAME, OUTPUT_NAMES
 
     return ModelSignature(
         inputs=Schema([TensorSpec(np.dtype(np.int8), (-1, HEIGHT, WIDTH), INPUT_NAME)]),
@@ -154,7 +154,7 @@ def project_client(project: Path):
     ``project`` (its ``mlflow.yml``); no global MLflow URI is changed."""
     import mlflow
 
-    from .config_loader import project_config
+    from ..common.config_loader import project_config
 
     server = project_config(project, "mlflow")["server"]
     tracking = server["mlflow_tracking_uri"]
@@ -236,7 +236,7 @@ def load_version_files(source: str, described: str):
     an :class:`~.core.export.OnnxNetwork` whose ``meta`` says it is ``described``."""
     import mlflow
 
-    from .core.export import OnnxNetwork
+    from ..core.export import OnnxNetwork
 
     with tempfile.TemporaryDirectory() as tmp:
         local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=tmp)

@@ -50,7 +50,7 @@ class RecipeRunner(SequentialRunner):
 def recipe_runner(params: dict[str, Any], is_async: bool = False):
     """The runner of the recipe in ``params`` (a run's merged parameters):
     :class:`OverlapRunner` with ``alphazero.overlap``, else ``SequentialRunner``."""
-    from .params.schema import section_of
+    from ..params.schema import section_of
 
     if section_of(params, "alphazero").overlap:
         return OverlapRunner()  # threads: Kedro's async loading does not apply
