@@ -14,26 +14,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .commands import PROG, cli, interrupts
+from .common import quiet
+
 HELP_FLAGS = ("-h", "--help")
 
 
 def main(*args, **kwargs) -> Any:
-    from .common import quiet
-
     quiet.install()  # known library warnings and progress bars, before any library loads
     argv = list(args[0]) if args else sys.argv[1:]
     if argv and argv[0].startswith("-") and argv[0] not in HELP_FLAGS:
         argv = ["run", *argv]
     if argv[:1] == ["run"]:
-        from kedro.framework.project import configure_project
+        from kedro.framework.project import configure_project  # noqa: PLC0415 (Kedro: not for this command's --help)
 
         configure_project(Path(__file__).parent.name)  # as the kedro command does
     elif argv and not argv[0].startswith("-"):
-        from .commands import interrupts
-
         interrupts.install()  # before torch is imported: Ctrl-C is clean from here on
-    from .commands import PROG, cli
-
     kwargs.setdefault("standalone_mode", not hasattr(sys, "ps1"))  # interactive: no exit
     return cli.main(args=argv, prog_name=PROG, **kwargs)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import errno
+import importlib.metadata
 import logging
 import os
 import pkgutil
@@ -31,13 +32,27 @@ import signal
 import sys
 import threading
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
 import click
 from kedro.framework.cli.project import run as _kedro_run
+from kedro.framework.project import pipelines as registry
+from kedro.framework.project import settings
+from kedro.io.core import DatasetError
+from rich.logging import RichHandler
 
+from . import pipelines
 from .commands import LazyCommand, UnknownName, cli, did_you_mean  # noqa: F401 (Kedro reads cli)
+from .commands.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED
+from .common.errors import Terminated, run_of, unrecorded
+from .common.internals import unknown_nodes
+from .common.project import in_project
+from .common.quiet import drop_log_records
+from .run.messages import error_text
+from .run.rules import resume_arguments
+from .tracking.store import store_help, store_problem
 
 VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph message."
 
@@ -47,7 +62,6 @@ _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, er
 
 def pipeline_names() -> list[str]:
     """The pipelines ``--pipelines`` takes: every package of ``pipelines/``, and ``__default__``."""
-    from . import pipelines
 
     found = (m.name for m in pkgutil.iter_modules(pipelines.__path__) if m.ispkg)
     return [*sorted(found), "__default__"]
@@ -55,9 +69,6 @@ def pipeline_names() -> list[str]:
 
 def env_names(conf_source: str | None) -> list[str] | None:
     """The envs of the project's configuration folder (None when it is not a folder)."""
-    from kedro.framework.project import settings
-
-    from .common.project import in_project
 
     folder = Path(conf_source) if conf_source else in_project(settings.CONF_SOURCE)
     if not folder.is_dir():
@@ -85,9 +96,6 @@ def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) 
 
 
 def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
-    from kedro.framework.project import pipelines as registry
-
-    from .common.internals import unknown_nodes
 
     wanted = unknown_nodes(error)
     if wanted is None:
@@ -106,7 +114,6 @@ def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
 
 
 def _store_error(exc: BaseException) -> str | None:
-    from .tracking.store import store_help, store_problem
 
     problem = store_problem(exc)
     if problem == "read-only":
@@ -116,10 +123,6 @@ def _store_error(exc: BaseException) -> str | None:
 
 def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
     """The message for an error that is a user's mistake or the machine's, else None (a bug)."""
-    from kedro.io.core import DatasetError
-
-    from .common.errors import run_of
-    from .run.messages import error_text
 
     for error in _chain(exc):
         if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
@@ -163,9 +166,6 @@ recipe's runner (``alphazero.overlap``: :mod:`.session.runner`)."""
 def tidy_logs(verbose: bool, stream=None) -> None:
     """Off a terminal, Kedro's rich handler (which wraps at 80 columns there) becomes a plain
     one-record-per-line handler; without ``--verbose``, the per-dataset lines go."""
-    from rich.logging import RichHandler
-
-    from .common.quiet import drop_log_records
 
     stream = stream or sys.stdout
     root = logging.getLogger()
@@ -189,8 +189,6 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
                                    "the pipelines to run")  # fmt: skip
         kwargs["pipelines"], kwargs["pipeline"] = [kwargs["pipeline"]], None
     pipelines = list(kwargs.get("pipelines") or [])
-    from .common.project import in_project
-    from .run.rules import resume_arguments
 
     kwargs["params"], kwargs["env"] = resume_arguments(
         in_project("."), kwargs.get("params") or {}, kwargs.get("env")
@@ -206,9 +204,6 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     except KeyboardInterrupt as stop:
         if verbose:
             raise
-        from .commands.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED
-        from .common.errors import Terminated
-
         terminated = isinstance(stop, Terminated)
         click.echo(TERMINATED if terminated else INTERRUPTED, err=True)
         _resume_hint(stop, "failed (terminated)" if terminated else "failed (interrupted)",
@@ -231,7 +226,6 @@ def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = T
     (``make resume RUN=<id>``; after an error, "once fixed"; after an interrupt, nothing to
     fix); False, printing nothing, when no run had started. A run whose manifest could not
     record its end is said to be so, with why (it reads as interrupted)."""
-    from .common.errors import run_of, unrecorded
 
     run_id = run_of(error)
     if not run_id:
@@ -275,12 +269,9 @@ class _Stop:
                 os.write(sys.stderr.fileno(), f"{STOPPING}\n".encode())
 
     def __call__(self, signum: int, frame: Any) -> None:
-        from .common.errors import Terminated
 
         if signum == signal.SIGTERM:
             if self.terminating:
-                from .commands.interrupts import EXIT_TERMINATED
-
                 os._exit(EXIT_TERMINATED)
             self.terminating = True
             self.acknowledge()
@@ -344,8 +335,6 @@ def defer_plugin_commands() -> None:
     :data:`PLUGIN_COMMANDS`' modules in ``sys.modules``: a group listing the plugin's command
     with its words, whose command imports the plugin's module and runs the real one. No
     other plugin, and nothing of the plugin's own, is changed."""
-    import importlib.metadata
-    import types
 
     for entry in importlib.metadata.entry_points(group="kedro.project_commands"):
         plugin = re.sub(r"[-_.]+", "-", entry.dist.name).lower() if entry.dist else None

@@ -30,15 +30,20 @@ import dataclasses
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import click
 import torch
 
 from ..core.bitboard import play
 from ..core.compiled import compile_backend, compile_setting, compiled_search, network
+from ..core.config.selfplay import SEARCH, SelfPlayConfig
 from ..core.device import resolve_device
 from ..core.models import build_model
-from ..core.selfplay import DEFAULT_NUM_THREADS
+from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
+from ..executors import local
+from ..executors.dispatch import play_generation
+from ..pipelines.structure import section
 from . import figure
 from .mcts import _roots
 
@@ -54,9 +59,7 @@ OPTIONS = [
 
 
 def run(args) -> Iterator[dict]:
-    from torch._dynamo.utils import counters
-
-    from ..pipelines.structure import section
+    from torch._dynamo.utils import counters  # noqa: PLC0415 (torch._dynamo's counters, only when compiling)
 
     selfplay, spec = section("selfplay"), section("model")
     device = resolve_device("auto")
@@ -96,8 +99,6 @@ def run(args) -> Iterator[dict]:
     if getattr(args, "quick", False):
         return
     yield from _same_games(backend, device)
-    from ..executors import local
-    from ..executors.dispatch import play_generation
 
     for compiled in (False, True):
         setting = compile_setting(backend) if compiled else "off"
@@ -116,10 +117,6 @@ def _same_games(backend: str, device: torch.device) -> Iterator[dict]:
     """A tiny generation (24 slots, 12 steps, 8 simulations, the ``tiny`` network) played
     eagerly (torch) and compiled: ``same_actions`` (1: every action, game and ply equal),
     ``max_abs_diff`` of the float columns (targets, values)."""
-    from dataclasses import replace
-
-    from ..core.config.selfplay import SEARCH, SelfPlayConfig
-    from ..core.selfplay import self_play
 
     torch.manual_seed(0)
     model = build_model("tiny")

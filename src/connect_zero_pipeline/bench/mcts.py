@@ -37,6 +37,7 @@ from ..core.mcts import search
 from ..core.models import build_model
 from ..core.search_reference import reference_mcts
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
+from ..pipelines.structure import section
 from . import best_rate, figure
 
 
@@ -55,7 +56,6 @@ def _roots(num: int, max_plies: int, seed: int = 0) -> State:
 def _recipe() -> SelfPlayConfig:
     """The project's self-play parameters (the default run's: ``conf/base`` and ``local``,
     when run inside the project), as a :class:`SelfPlayConfig`."""
-    from ..pipelines.structure import section
 
     return section("selfplay")
 

@@ -35,8 +35,8 @@ SOLVER_SET = PACKAGE.parents[1] / "data" / "03_primary" / "pons_positions.parque
 
 def shipped_network() -> torch.nn.Module:
     """The shipped ONNX model as a torch ResNet (its folded BatchNorm as identity + bias)."""
-    import onnx
-    from onnx import numpy_helper
+    import onnx  # noqa: PLC0415 (onnx: only for an ONNX model)
+    from onnx import numpy_helper  # noqa: PLC0415 (onnx: only for an ONNX model)
 
     graph = onnx.load(str(PACKAGE / "pretrained" / "connect_zero.onnx"))
     config = json.loads({p.key: p.value for p in graph.metadata_props}["connect_zero.config"])

@@ -50,6 +50,7 @@ the grid (``scripts/gpu_check.sh``: B up to 65,536), ``--ways`` picks the ways
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 
 import click
@@ -100,9 +101,8 @@ def _profile(fn, cuda: bool = False) -> tuple[int, int, int]:
     CUDA kernels; on the CPU the syncs are the calls of :data:`SYNC_OPS` (reads that would
     synchronise on CUDA, and reads of CPU tensors such as a compiled descent's loop counter)
     and the kernels generated-kernel calls plus aten ops."""
-    import warnings
 
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415 (torch.profiler: only for a profile)
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof, warnings.catch_warnings(record=True) as seen:
@@ -216,8 +216,8 @@ def _eager_cell(model, roots, cfg: MCTSConfig, host_sync: bool, extra: dict) -> 
 
 
 def _compiled_cell(model, roots, cfg: MCTSConfig, backend: str, extra: dict) -> Iterator[dict]:
-    import torch._inductor.config
-    from torch._dynamo.utils import counters
+    import torch._inductor.config  # noqa: PLC0415 (torch._inductor: seconds, only when compiling)
+    from torch._dynamo.utils import counters  # noqa: PLC0415 (torch._dynamo's counters, only when compiling)
 
     device, batch = roots.device, roots.batch_size
     cuda = device.type == "cuda"

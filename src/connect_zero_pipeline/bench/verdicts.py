@@ -14,6 +14,10 @@ from collections.abc import Iterator
 
 import click
 
+from ..commands.board import verdict
+from ..commands.verdicts import SOLVER_NODES
+from ..core.bitboard import moves_to_bitboards
+from ..core.solver import Solver
 from . import figure
 
 GAME = "44533212"
@@ -31,11 +35,6 @@ OPTIONS = [
 
 
 def run(args) -> Iterator[dict]:
-    from ..commands.board import verdict
-    from ..commands.verdicts import SOLVER_NODES
-    from ..core.bitboard import moves_to_bitboards
-    from ..core.solver import Solver
-
     game = getattr(args, "moves", None) or GAME
     nodes = int(getattr(args, "nodes", None) or SOLVER_NODES)
     solver = Solver()

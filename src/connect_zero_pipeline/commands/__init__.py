@@ -9,6 +9,7 @@ click's, generated from the commands themselves.
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -61,8 +62,6 @@ class LazyCommand(click.Command):
             if callable(self.load):
                 self._real = self.load()
             else:
-                import importlib
-
                 module, _, attr = self.load.partition(":")
                 self._real = getattr(importlib.import_module(module), attr)
         return self._real

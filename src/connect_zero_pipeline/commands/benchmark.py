@@ -65,8 +65,16 @@ from typing import TextIO
 import click
 import pandas as pd
 
+from ..common.project import project_root
+from ..core.config.search import SEARCHES, MCTSConfig
+from ..core.evaluation import set_scores
+from ..core.inference import make_evaluate_fn, torch_evaluate_fn
+from ..core.labelling import SCORE_COLUMNS, Labeller, SolvedCache
 from ..core.pons_files import label_positions, read_pons_file
-from . import max_nodes_option
+from ..executors.dispatch import chunk_runner
+from ..executors.settings import NodeSettings
+from ..params.pons import PonsConfig
+from . import finish, max_nodes_option
 from .model_source import CommandError, model_options, one_model, resolve_model, run_command
 
 EXIT_BAD_INPUT = 1
@@ -85,7 +93,6 @@ def _sims(ctx, param, text: str) -> list[int]:
 
 
 def _searches() -> list[str]:
-    from ..core.config.search import SEARCHES
 
     return list(SEARCHES)
 
@@ -141,7 +148,6 @@ def _searches() -> list[str]:
 def benchmark(**options) -> None:
     """Score a trained agent (the network alone and MCTS agents) on files of positions in
     Pons' benchmark format, labelled by the perfect solver: a table of the results."""
-    from . import finish
 
     one_model(options["model"], options["dataset"])
     args = SimpleNamespace(**{**options, "json": options.pop("as_json")})
@@ -164,8 +170,6 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """
     try:
         if is_labelled(path):
-            from ..core.labelling import SCORE_COLUMNS
-
             table = pd.read_parquet(path)
             missing = [c for c in (*LABELLED_COLUMNS, *SCORE_COLUMNS) if c not in table]
             if missing:
@@ -189,13 +193,6 @@ def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
             print(message, file=stderr, flush=True)
         print(f"{len(errors)} invalid line(s): nothing scored", file=stderr, flush=True)
         return EXIT_BAD_INPUT
-
-    from ..core.config.search import MCTSConfig
-    from ..core.evaluation import set_scores
-    from ..core.inference import make_evaluate_fn, torch_evaluate_fn
-    from ..core.labelling import Labeller, SolvedCache
-    from ..executors.dispatch import chunk_runner
-    from ..executors.settings import NodeSettings
 
     model, description = resolve_model(args.model, args.dataset)
     print(f"Scoring {description}", file=stderr, flush=True)  # first, before the labelling
@@ -267,8 +264,6 @@ def _cache_dir(option: str | None) -> Path | None:
     """``--cache``: a folder, ``none``, or by default the project's solver cache (if any)."""
     if option is not None:
         return None if option.lower() == "none" else Path(option)
-    from ..common.project import project_root
-    from ..params.pons import PonsConfig
 
     project = project_root()
     default = PonsConfig().cache_dir

@@ -22,11 +22,13 @@ not the wall time, and a scorecard is written after the next generations' models
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import click
 
-from ..run.manifest import generation_metrics
+from ..common.naming import generation_name, pipeline_label
+from ..run.manifest import alphazero_runs, generation_metrics, known_runs, read_manifest
 from .runs import PROJECT
 
 COLUMNS = [
@@ -71,9 +73,6 @@ WRITTEN = (
 
 def _started(project: Path, run_id: str | None) -> float | None:
     """When run ``run_id`` started (its manifest's ``started``), as a POSIX time."""
-    import datetime
-
-    from ..run.manifest import known_runs, read_manifest
 
     if run_id is None or run_id not in known_runs(project):
         return None
@@ -89,7 +88,6 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     column with no value in any generation (a run made before its metric, or self-play not
     compiled) is left out. ``times``: when each generation's model and scorecard were
     written, seconds since the run started."""
-    from ..common.naming import generation_name
 
     columns = COLUMNS + ([(title, None) for title, _ in WRITTEN] if times else [])
     start = _started(project, run_id) if times else None
@@ -145,8 +143,6 @@ def curve(run_id: str | None, project: Path, times: bool) -> None:
     """Print a run's learning curve (per-generation metrics) as a Markdown table."""
     chosen = "--run"
     if run_id is None:
-        from ..run.manifest import alphazero_runs
-
         found = alphazero_runs(project)  # a later ladder or export run has no generations
         run_id = found[-1] if found else None
         chosen = "the newest finished alphazero run; --run <id> shows another"
@@ -157,8 +153,6 @@ def curve(run_id: str | None, project: Path, times: bool) -> None:
 def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     """Which run a table is about, first: ``Run <id>: alphazero, 24 generations, started ...,
     from <start> (<why this run>)``."""
-    from ..common.naming import pipeline_label
-    from ..run.manifest import known_runs, read_manifest
 
     if run_id is None:
         return "Run: none recorded (data/runs); the newest version of each metric file\n"

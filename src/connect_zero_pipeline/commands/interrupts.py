@@ -34,6 +34,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from ..executors.lifetime import die_with_parent
+
 INTERRUPTED = "Interrupted."
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -70,8 +72,6 @@ def stop_with_make() -> None:
     would keep its port, re-parented to pid 1. Started any other way (a shell, ``nohup``),
     a server outlives its parent as usual."""
     if "MAKELEVEL" in os.environ:
-        from ..executors.lifetime import die_with_parent
-
         die_with_parent(os.getppid(), signal.SIGTERM)
 
 

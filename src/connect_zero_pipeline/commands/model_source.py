@@ -16,7 +16,15 @@ from pathlib import Path
 
 import click
 
-from ..tracking.registry import REGISTRY_PREFIX  # --model models:/connect-zero@champion
+from ..common import quiet
+from ..common.config_loader import chdir, project_config
+from ..common.project import project_root
+from ..run.manifest import RUN_ID, newest_version, run_of_version
+from ..run.start import resolve
+from ..tracking.registry import (
+    REGISTRY_PREFIX,  # --model models:/connect-zero@champion
+    load_registered,
+)
 from .interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
@@ -30,7 +38,7 @@ def pretrained_model():
     """``(OnnxNetwork, description)`` of :data:`PRETRAINED`, or None if it is missing."""
     if not PRETRAINED.is_file():
         return None
-    from ..core.export import OnnxNetwork
+    from ..core.export import OnnxNetwork  # noqa: PLC0415 (.core.export imports torch)
 
     network = OnnxNetwork(PRETRAINED.read_bytes())
     generation = network.meta.get("generation")
@@ -68,7 +76,6 @@ class NoVersionError(CommandError):
 def _quiet_catalog() -> None:
     """Known third-party warnings (omegaconf's resolver API) and the catalog's per-dataset
     loading lines stay out of a command's output."""
-    from ..common import quiet
 
     quiet.install()
     quiet.drop_log_records("kedro.io.data_catalog", ["Loading data from"])
@@ -86,9 +93,7 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
             entry has no saved version yet (:class:`NoVersionError`).
     """
     _quiet_catalog()
-    from kedro.io import DataCatalog, DatasetError
-
-    from ..common.project import project_root
+    from kedro.io import DataCatalog, DatasetError  # noqa: PLC0415 (Kedro: not for the light commands)
 
     project = project_root(start)
     if project is None:
@@ -96,7 +101,6 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
             f"{start or Path.cwd()} is not inside a Kedro project, so there is no catalog "
             f"to take '{name}' from; run from the project folder or pass a path"
         )
-    from ..common.config_loader import chdir, project_config
 
     with chdir(project):
         catalog = DataCatalog.from_config(project_config(project, "catalog"))
@@ -120,7 +124,6 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
 
 def latest_version_file(path: Path) -> Path:
     """``path`` itself if a file, else the newest ``<version>/<name>`` inside a versioned folder."""
-    from ..run.manifest import newest_version
 
     if path.is_file():
         return path
@@ -141,8 +144,6 @@ MODEL_FORMS = (
 
 def _run_model(run_id: str):
     """The last generation model of run ``run_id`` of the project around the current folder."""
-    from ..common.project import project_root
-    from ..run.start import resolve
 
     project = project_root()
     if project is None:
@@ -161,8 +162,7 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
     Raises:
         CommandError: no such model file, an unreadable one, or nothing in the catalog.
     """
-    from ..core.checkpoint import load_model
-    from ..run.manifest import RUN_ID
+    from ..core.checkpoint import load_model  # noqa: PLC0415 (.core.checkpoint imports torch)
 
     if model_path is not None and model_path.startswith(REGISTRY_PREFIX):
         return _registered(model_path)
@@ -171,7 +171,7 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
     if model_path is not None:
         path = latest_version_file(Path(model_path))
         if path.suffix == ".onnx":
-            from ..core.export import OnnxNetwork
+            from ..core.export import OnnxNetwork  # noqa: PLC0415 (.core.export imports torch)
 
             data = path.read_bytes()
             if not data:
@@ -208,8 +208,6 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
 def _described(entry: str, version: str | None, meta: dict) -> str:
     """``latest_model version <v>: run <id>, generation <k>``: which run's model a catalog
     entry's newest version is (its version names the run, or one of its extensions)."""
-    from ..common.project import project_root
-    from ..run.manifest import run_of_version
 
     if version is None:
         return f"catalog entry {entry!r}"
@@ -222,8 +220,6 @@ def _described(entry: str, version: str | None, meta: dict) -> str:
 
 def _registered(uri: str):
     """A registered version of the project's MLflow registry (``models:/name@alias``)."""
-    from ..common.project import project_root
-    from ..tracking.registry import load_registered
 
     project = project_root()
     if project is None:

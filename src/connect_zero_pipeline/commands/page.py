@@ -12,13 +12,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import json
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import ClassVar
+from urllib.parse import parse_qs, urlsplit
 
 from .. import web
+from ..core.bitboard import is_terminal, moves_to_bitboards, quote_moves
+from ..core.export import onnx_info
 from ..tracking.store import LOOPBACK
 from . import interrupts
 from .model_source import PRETRAINED, NoVersionError, load_catalog_entry
@@ -54,10 +60,6 @@ def resolve_page(page_dir: str | None) -> Path:
 
 def _pretrained_page() -> Path:
     """A play page of the shipped pretrained model, built in a temporary folder."""
-    import shutil
-    import tempfile
-
-    from ..core.export import onnx_info
 
     data = PRETRAINED.read_bytes()
     folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
@@ -131,9 +133,6 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
         the side to move, within the node budget (:func:`solver_answer`). Every answer is
         JSON; an error quotes at most 80 characters of the moves (:func:`quote_moves`)."""
-        from urllib.parse import parse_qs, urlsplit
-
-        from ..core.bitboard import is_terminal, moves_to_bitboards, quote_moves
 
         if not self.solver_nodes:
             self.send_error(404, "no solver behind this page (play --web --solver-nodes N)")
@@ -173,7 +172,6 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
     def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
         """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
         (never a user's text: ``http.server`` writes the status line as Latin-1)."""
-        import json
 
         body = json.dumps(payload, ensure_ascii=False).encode()
         self.send_response(status)

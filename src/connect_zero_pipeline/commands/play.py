@@ -20,14 +20,31 @@ in reverse video (``NO_COLOR`` turns colours off).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
-from . import interrupts
+from ..core.bitboard import (
+    BOARD_MASK,
+    State,
+    alignment,
+    is_terminal,
+    legal_columns,
+    legal_mask,
+    moves_to_bitboards,
+    popcount,
+    to_boards,
+)
+from ..core.config.search import MCTSConfig
+from ..core.inference import torch_evaluate_fn
+from ..core.mcts import chosen_move, search
+from ..core.players import masked_logits, sample_move
+from . import finish, interrupts
 from .board import SOLVER_LEGEND, Analysis, analysis, grid
 from .model_source import CommandError as PlayError
 from .model_source import model_options, one_model, resolve_model, run_command
+from .page import resolve_page, serve
 from .verdicts import SOLVER_NODES, solver_bounds
 
 
@@ -35,8 +52,6 @@ class _Agent:
     """Greedy policy (``sims == 0``) or batched MCTS (``sims > 0``) on one game."""
 
     def __init__(self, model, sims: int):
-        from ..core.config.search import MCTSConfig
-        from ..core.inference import torch_evaluate_fn
 
         self.evaluate_fn = torch_evaluate_fn(model, "cpu")
         self.config = MCTSConfig(sims=sims) if sims > 0 else None
@@ -44,11 +59,7 @@ class _Agent:
     def analyze(self, position: int, mask: int) -> Analysis:
         """The move it plays and why: the network's policy and value, and the search's visits
         and Q per column (side to move's view)."""
-        import torch
-
-        from ..core.bitboard import State, legal_mask, popcount, to_boards
-        from ..core.mcts import chosen_move, search
-        from ..core.players import masked_logits, sample_move
+        import torch  # noqa: PLC0415 (torch: 1.1 s, when a model is used)
 
         state = State(
             torch.tensor([position]), torch.tensor([mask]), torch.tensor([popcount(mask)])
@@ -86,7 +97,6 @@ PROMPT = "Your move (1-7, u to undo, q to quit): "
 def _ask(mask: int, undo: bool, stdin: interrupts.LineReader, out) -> int | str | None:
     """A legal 0-based column, ``"undo"`` (when ``undo``), or ``None`` on EOF or 'q';
     re-prompts on bad input."""
-    from ..core.bitboard import legal_columns
 
     while True:
         text = stdin.read_line(PROMPT, out)
@@ -117,9 +127,6 @@ def play_terminal(
     """Games against the agent until the person quits: the board, the agent's analysis of
     each of its moves (and the solver's, within ``solver_nodes`` nodes a column), undo,
     and a rematch with the colours swapped."""
-    import os
-
-    from ..core.bitboard import is_terminal, moves_to_bitboards
 
     out = sys.stdout
     colour = out.isatty() and "NO_COLOR" not in os.environ
@@ -152,7 +159,6 @@ def play_terminal(
 
 def _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out) -> str | None:
     """One game from ``moves``; its final moves, or None when the person quit."""
-    from ..core.bitboard import BOARD_MASK, alignment, moves_to_bitboards
 
     first = len(moves)  # moves before this point are the given opening: not undone
     while True:
@@ -250,14 +256,11 @@ def _port(ctx, param, text: str) -> int:
 )
 def play(web, port, page_dir, model, dataset, sims, human_first, moves, solver_nodes) -> None:
     """Play the trained agent in the terminal, or in the browser with --web."""
-    from . import finish
 
     one_model(model, dataset)
 
     def body() -> int:
         if web:
-            from .page import resolve_page, serve
-
             return serve(resolve_page(page_dir), port, solver_nodes)
         network, description = resolve_model(model, dataset)
         return play_terminal(network, description, sims, human_first, moves, solver_nodes)

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import click
 
-from ..tracking.store import LOOPBACK, ui_base
+from ..common.project import project_root
+from ..tracking.store import LOOPBACK, ui_base, ui_url
 from . import interrupts
 
 QUIET_WARNINGS = (
@@ -57,8 +58,6 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
     """``(argv, extra environment, the lines to print once it answers)`` of UI ``ui``."""
     binary = Path(sys.executable).parent
     if ui == "mlflow":
-        from ..tracking.store import ui_url
-
         db = project / "mlflow.db"
         store = f"sqlite:///{db}"
         # The registry named (else a notice says it is the store); uvicorn's own lines off
@@ -159,7 +158,6 @@ def _stop(signum, frame) -> None:
 def serve_ui(ui: str, port: int) -> None:
     """Start the MLflow UI or kedro-viz for the project around this folder; its addresses
     are printed last."""
-    from ..common.project import project_root
 
     click.get_current_context().exit(serve(ui, port, project_root() or Path.cwd()))
 

@@ -31,8 +31,10 @@ from typing import TextIO
 
 import click
 
+from ..core.bitboard import moves_to_bitboards
 from ..core.pons_files import MAX_LINE, split_line
-from . import max_nodes_option
+from ..core.solver import DEFAULT_TT_LOG2, FULL_COLUMN, Solver, _to_bitboards
+from . import finish, max_nodes_option
 
 
 @click.command()
@@ -48,7 +50,6 @@ from . import max_nodes_option
 @max_nodes_option("Give up on a position")
 def solve(**options) -> None:
     """Solve Connect-4 positions read from standard input, one move string per line."""
-    from . import finish
 
     if options["weak"] and options["analyze"]:
         raise click.UsageError("--weak and --analyze cannot be combined")
@@ -72,10 +73,7 @@ def bounded_lines(stream: TextIO, limit: int = MAX_LINE):
 
 def run(args: SimpleNamespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     """Process every line of ``stdin``; returns the exit status (0 ok, 1 some line failed)."""
-    import numpy as np
-
-    from ..core.bitboard import moves_to_bitboards
-    from ..core.solver import DEFAULT_TT_LOG2, FULL_COLUMN, Solver, _to_bitboards
+    import numpy as np  # noqa: PLC0415 (numpy: not for the light commands)
 
     solver = Solver(args.tt_log2 if args.tt_log2 is not None else DEFAULT_TT_LOG2)
     status = 0

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import functools
 
+from ..common.project import project_root
+from ..core.labelling import SolvedCache, position_keys
+from ..core.solver import FULL_COLUMN, column_bounds
+from ..params.pons import PonsConfig
 from .board import SOLVER_LEGEND, verdict
 
 SOLVER_NODES = 3_000_000
@@ -16,10 +20,7 @@ def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, i
     """What the perfect solver proves of each column's score within ``max_nodes`` nodes a
     column (:func:`..core.solver.column_bounds`); exact at once for a position of the
     project's solver cache (the labelled sets' positions)."""
-    import numpy as np
-
-    from ..core.labelling import position_keys
-    from ..core.solver import FULL_COLUMN, column_bounds
+    import numpy as np  # noqa: PLC0415 (numpy: not for the light commands)
 
     cache = _solver_cache()
     if cache is not None:
@@ -34,9 +35,6 @@ def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, i
 @functools.lru_cache(maxsize=1)
 def _solver_cache():
     """The project's solver cache (``pons.cache_dir``), read once; None outside a project."""
-    from ..common.project import project_root
-    from ..core.labelling import SolvedCache
-    from ..params.pons import PonsConfig
 
     project, folder = project_root(), PonsConfig().cache_dir
     if project is None or not folder or not (project / folder).is_dir():

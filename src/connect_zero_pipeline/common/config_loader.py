@@ -16,6 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kedro.config import OmegaConfigLoader
+
+from .project import in_project
+
 CONFIG_LOADER_ARGS: dict[str, Any] = {
     "base_env": "base",
     "default_run_env": "local",
@@ -29,7 +33,6 @@ CONFIG_LOADER_ARGS: dict[str, Any] = {
 
 
 def _project_root() -> str:
-    from .project import in_project
 
     return str(in_project("."))
 
@@ -38,7 +41,6 @@ def load_parameters(
     conf_source: str | Path, env: str | None = None, runtime_params: dict | None = None
 ) -> dict[str, Any]:
     """The merged parameters of ``conf_source`` (base, then ``env``, then ``runtime_params``)."""
-    from kedro.config import OmegaConfigLoader
 
     loader = OmegaConfigLoader(
         conf_source=str(conf_source), env=env, runtime_params=runtime_params, **CONFIG_LOADER_ARGS
@@ -61,7 +63,6 @@ def project_config(project: Path, key: str, env: str | None = None) -> dict[str,
     """The merged config ``key`` (``catalog``, ``mlflow``, ...) of the Kedro project at
     ``project``, read as ``kedro run`` reads it (base, then ``env``; None: ``$KEDRO_ENV`` or
     local), without a session: no hooks, no MLflow run."""
-    from kedro.config import OmegaConfigLoader
 
     with chdir(project):  # the ${cz.project_root:} resolver looks around the current folder
         loader = OmegaConfigLoader(

@@ -1,9 +1,9 @@
-"""Every use of another library's non-public state, in one place.
+"""The project's uses of Kedro's, kedro-mlflow's and MLflow's non-public state, in one place;
+and where the others are.
 
-The project needs four things no public API gives, each kept here so that a Kedro or
-kedro-mlflow release that changes them breaks one module, and
-``tests/test_internals.py`` (which exercises each function on the installed versions)
-says which:
+What no public API of Kedro, kedro-mlflow or MLflow gives is kept here, so that a release
+that changes it breaks one module, and ``tests/test_internals.py`` (which exercises each
+function on the installed versions) says which:
 
 - **A version per dataset** (:func:`pin_version`). A run reads and writes its own outputs
   at its id, and an extension writes its final outputs at a version of its own; Kedro's
@@ -37,6 +37,22 @@ says which:
   raises a plain ``ValueError`` for unknown node names, whose text is the only record of
   them; a dataset's failure is a ``DatasetError`` (matched by type) whose first line names
   the verb and whose cause is the reason.
+
+**Used where they are** (``core/`` imports nothing above it, and each is one line beside
+the code it serves; the tests named exercise them on the installed versions):
+
+- torch's ``while_loop`` (``torch._higher_order_ops.while_loop``, :mod:`.core.mcts`): the
+  compiled search's simulation loop in one graph (``tests/core/test_compiled.py``);
+- torch._dynamo's counters and ``config.patch`` and torch._inductor's cache folder
+  (:mod:`.core.compiled`; :mod:`.bench.selfplay` and :mod:`.bench.compile` also patch
+  inductor's config for kernel profiles): graphs and compile seconds counted, a recompile
+  past the limit made an error (``tests/core/test_compiled.py``, ``tests/bench/``);
+- Ray's address check and GCS client (``ray._private.services``, ``ray._raylet``,
+  :mod:`.executors.ray_cluster`): a bad ``ray://`` or GCS address fails in seconds
+  (``tests/executors/test_ray.py``);
+- kedro-mlflow's ``_save_args`` written by the model-tracking dataset itself
+  (:mod:`.datasets.mlflow_model`, a subclass: the signature and requirements set once);
+  Kedro's ``_get_executor`` (:mod:`.session.runner`), Kedro's extension point for runners.
 
 Reopening a resumed run's MLflow parent needs none: MLflow's ``MLFLOW_RUN_ID``
 (:func:`.session.project_session.reopening`). The project's own datasets subclass Kedro's and MLflow's

@@ -10,7 +10,7 @@ from pathlib import Path
 def project_root(start: str | Path | None = None) -> Path | None:
     """The Kedro project (``pyproject.toml`` with ``[tool.kedro]``) at or above ``start``
     (default: the current folder), resolved; None outside a project."""
-    from kedro.utils import find_kedro_project
+    from kedro.utils import find_kedro_project  # noqa: PLC0415 (Kedro: not for python -m connect_zero_pipeline --help)
 
     found = find_kedro_project(Path(start) if start is not None else Path.cwd())
     return found.resolve() if found is not None else None

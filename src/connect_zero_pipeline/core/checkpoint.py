@@ -12,6 +12,7 @@ JSON-like facts (generation, training step, ...).
 from __future__ import annotations
 
 import io
+import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -70,7 +71,6 @@ def _why_unreadable(file: str | Path | BinaryIO, exc: Exception) -> str:
     """Why ``torch.load`` could not read ``file``, in one line: empty, not a torch file (what
     it starts with), truncated or damaged; else the first line of torch's own message (its
     ``weights_only`` advice, eight lines, is about files that are torch files)."""
-    import zipfile
 
     try:
         if isinstance(file, (str, Path)):

@@ -52,9 +52,10 @@ log = logging.getLogger(__name__)
 GRAPHS = 3
 """Graphs one compiled search is made of: ``start``, ``simulate`` and ``finish``."""
 RECOMPILE_LIMIT = 64
-"""Graphs one compiled step may hold (torch's default, 8, is one search's simulation
-bounds; a benchmark of several batch sizes needs more). Past it a step fails loudly
-instead of falling back to eager ops."""
+"""Graphs one compiled step may hold. The steps are compiled with ``dynamic=False``, so each
+batch size is a graph of its own: a run's search uses a few, but a benchmark of many batch
+sizes, or one process that plays several searches, needs more than torch's default (8).
+Past it a step fails loudly instead of falling back to eager ops."""
 
 
 def compile_backend(setting: str) -> str | None:
@@ -100,7 +101,7 @@ def use_cache(folder: str | os.PathLike | None) -> str:
         path = os.path.abspath(folder)
         os.makedirs(path, exist_ok=True)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = path  # the one setting inductor reads
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    from torch._inductor.runtime.cache_dir_utils import cache_dir  # noqa: PLC0415 (torch._inductor: seconds, only when compiling)
 
     return cache_dir()
 
@@ -118,7 +119,7 @@ def compiled_steps(backend: str = "inductor", counters: Counters | None = None) 
     counters = counters if counters is not None else Counters()
     fns = [_compiled(f, backend, None) for f in (mcts._start, mcts._simulate, mcts._finish)]
 
-    from torch._dynamo.utils import counters as dynamo
+    from torch._dynamo.utils import counters as dynamo  # noqa: PLC0415 (torch._dynamo's counters, only when compiling)
 
     def counted(fn):
         def call(*args):

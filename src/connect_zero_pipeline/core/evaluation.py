@@ -39,8 +39,9 @@ from .config.search import MCTSConfig
 from .inference import EvaluateFn, torch_evaluate_fn
 from .labelling import SCORE_COLUMNS
 from .match import play_match
-from .mcts import MCTSPlayer
+from .mcts import MCTSPlayer, chosen_move, search
 from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
+from .progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -149,8 +150,6 @@ def search_agent_metrics(
         ``batch_size`` at a time, all together on the batched tree. ``progress``: the
         description of a progress bar over the batches (None: no bar).
     """
-    from .mcts import chosen_move, search
-    from .progress import progress_bar
 
     state, optimal, best, _ = solver_labels(positions)
     outcome = torch.from_numpy(np.sign(positions[SCORE_COLUMNS].astype("float64").to_numpy()))

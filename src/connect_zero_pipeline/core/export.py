@@ -45,12 +45,10 @@ from torch import nn
 
 from .bitboard import initial_state, play, random_legal_actions, to_boards
 from .board import HEIGHT, WIDTH
-from .config.export import DEFAULT_OPSET, MIN_OPSET
+from .config.export import DEFAULT_OPSET, INPUT_NAME, MIN_OPSET, OUTPUT_NAMES
 
 log = logging.getLogger(__name__)
 
-INPUT_NAME = "board"
-OUTPUT_NAMES = ("logits", "value")
 BATCH_DIM = "batch"
 
 # ONNX TensorProto element types used in the signature check.
@@ -141,8 +139,8 @@ def export_onnx(model: nn.Module, opset: int = DEFAULT_OPSET, meta: dict | None 
         ValueError: for an opset below 18 or an exported graph whose signature
             differs from the protocol (the message names the difference).
     """
-    import onnx
-    import onnxscript
+    import onnx  # noqa: PLC0415 (onnx: only for an ONNX model)
+    import onnxscript  # noqa: PLC0415 (onnxscript: only for an export)
 
     if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
         raise ValueError(f"opset must be an integer >= {MIN_OPSET}, got {opset!r}")
@@ -168,8 +166,8 @@ def export_onnx(model: nn.Module, opset: int = DEFAULT_OPSET, meta: dict | None 
 def _graph(wrapper: nn.Module, config: Any, opset: int, folder: Path | None) -> bytes:
     """The unoptimised ONNX graph of ``wrapper``'s architecture, its weights zeroed: kept (this
     process, ``folder``) when ``config`` names the architecture, else traced every time."""
-    import onnx
-    import onnxscript
+    import onnx  # noqa: PLC0415 (onnx: only for an ONNX model)
+    import onnxscript  # noqa: PLC0415 (onnxscript: only for an export)
 
     key = None
     if config is not None:
@@ -220,7 +218,7 @@ def onnx_info(model_bytes: bytes) -> dict[str, Any]:
 
     ``config`` and ``meta`` are ``None`` / ``{}`` for a foreign ONNX file.
     """
-    import onnx
+    import onnx  # noqa: PLC0415 (onnx: only for an ONNX model)
 
     proto = onnx.load_from_string(model_bytes)
     props = {p.key: p.value for p in proto.metadata_props}
@@ -239,7 +237,7 @@ def check_signature(model_bytes: bytes) -> None:
     Raises:
         ValueError: naming the input or output whose name, type or shape differs.
     """
-    import onnx
+    import onnx  # noqa: PLC0415 (onnx: only for an ONNX model)
 
     proto = onnx.load_from_string(model_bytes)
 
@@ -271,7 +269,7 @@ def ort_session(model_bytes: bytes, threads: int | None = None, spin: bool = Tru
         spin: let idle worker threads busy-wait for the next call (onnxruntime's
             default). Off, they sleep: fairer to other work on a shared CPU.
     """
-    import onnxruntime as ort
+    import onnxruntime as ort  # noqa: PLC0415 (onnxruntime: only for an ONNX model)
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

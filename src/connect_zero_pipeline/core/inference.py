@@ -81,7 +81,7 @@ def onnx_bytes_for_inference(model: nn.Module) -> bytes:
 
 def ort_evaluate_fn(model: nn.Module, threads: int = 1) -> EvaluateFn:
     """Like :func:`torch_evaluate_fn`, on onnxruntime's CPU provider (outputs on CPU)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # noqa: PLC0415 (onnxruntime: only for an ONNX model)
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

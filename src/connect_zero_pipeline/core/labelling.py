@@ -46,6 +46,7 @@ from .bitboard import (
 from .board import WIDTH
 from .files import atomic_path
 from .progress import progress_bar
+from .solver import Solver
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,6 @@ _WORKER_SOLVER = None  # this process's solver (a pool process, a Ray worker, or
 def init_worker_solver(tt_log2: int) -> None:
     """Give this process its solver (a pool's initializer; :func:`solve_chunk` calls it lazily)."""
     global _WORKER_SOLVER
-    from .solver import Solver
 
     _WORKER_SOLVER = Solver(tt_log2=tt_log2)
 

@@ -25,6 +25,7 @@ from .bitboard import (
 )
 from .board import WIDTH
 from .config.players import NAMED_PLAYERS, PLAYER_NAMES, SOLVER_PREFIX, is_player_name
+from .solver import default_solver  # numba compiles on first use: only when needed
 
 
 class Player(Protocol):
@@ -186,7 +187,6 @@ class SolverPlayer:
 
     def scores(self, state: State) -> tuple[torch.Tensor, torch.Tensor]:
         """``[B, 7] int16`` move scores (``FULL_COLUMN`` for full columns) and ``[B] bool`` ok."""
-        from .solver import default_solver  # numba compiles on first use: only when needed
 
         pos = state.position.detach().cpu().numpy()  # (B,)
         mask = state.mask.detach().cpu().numpy()  # (B,)

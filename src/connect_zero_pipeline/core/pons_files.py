@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .labelling import labelled_table
+from .solver import _to_bitboards
 
 MAX_LINE = 256
 """Longest accepted input line (a whole game is 42 moves, plus a score)."""
@@ -52,7 +53,6 @@ def read_pons_file(path: str | Path) -> tuple[pd.DataFrame, list[str]]:
         OSError: the file cannot be read, is larger than :data:`MAX_FILE_BYTES`
             or is not text (the message names the file).
     """
-    from .solver import _to_bitboards
 
     try:
         with open(path, "rb") as f:

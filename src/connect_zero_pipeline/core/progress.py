@@ -93,7 +93,7 @@ def progress_bar(
     if total is None and iterable is not None and hasattr(iterable, "__len__"):
         total = len(iterable)
     if _interactive():
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # noqa: PLC0415 (tqdm.auto: IPython's check, only for a bar)
 
         return tqdm(iterable, total=total, desc=desc, unit=unit, leave=leave, **tqdm_kwargs)
     return _LoggedProgress(iterable, total, desc, unit, interval)

@@ -120,7 +120,7 @@ def ratings_table(ratings) -> list[str]:
     """A ladder's ratings (``label``, ``run_id``, ``elo``, ``elo_low``, ``elo_high``,
     ``games``, ``score``; best first) as Markdown table lines; a player of no run gets an
     empty run cell."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 (pandas: not for the light commands)
 
     lines = ["| player | run | Elo | 95% interval | games | score |", "|---|---|---|---|---|---|"]
     for r in ratings.itertuples():

@@ -19,18 +19,26 @@ loads the model in a subprocess to find them (a subprocess per save).
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import sys
+from importlib.metadata import version
+
 import mlflow
 from kedro_mlflow.io.models import MlflowModelTrackingDataset
 
 from ..common.internals import save_args
+from ..common.naming import pipeline_label
+from ..core.export import onnx_info
+from ..tracking.registry import describe_version, onnx_signature, run_version, version_tags
 
 
 def model_requirements() -> list[str]:
     """What serving the ONNX model needs, pinned to this environment's versions: the ONNX
     flavour's own (onnx, onnxruntime) and numpy, as MLflow's inference finds them."""
-    from importlib.metadata import version
 
-    from mlflow.onnx import get_default_pip_requirements
+    from mlflow.onnx import get_default_pip_requirements  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     return [*get_default_pip_requirements(), f"numpy=={version('numpy')}"]
 
@@ -47,10 +55,6 @@ _REGISTER_CHATTER = ("already exists. Creating a new version", "Successfully reg
 def _register(model_uri: str, name: str):
     """``mlflow.register_model``, its chatter (:data:`_REGISTER_CHATTER`) replaced by one
     log line; anything else it prints still reaches stderr."""
-    import contextlib
-    import io
-    import logging
-    import sys
 
     with contextlib.redirect_stderr(io.StringIO()) as said:
         version = mlflow.register_model(model_uri, name)
@@ -69,8 +73,6 @@ class RunModelDataset(MlflowModelTrackingDataset):
         super().__init__(*args, **kwargs)
         self._run = None  # the run it is saved by (bind_run)
         if "signature" not in self._save_args:
-            from ..tracking.registry import onnx_signature
-
             self._save_args["signature"] = onnx_signature()
         if "pip_requirements" not in self._save_args:  # MLflow would infer them (2 s a save)
             self._save_args["pip_requirements"] = model_requirements()
@@ -107,9 +109,6 @@ class RunModelDataset(MlflowModelTrackingDataset):
         version = self._registered_version(client, run, logged)
         if version is None:
             version = _register(model_uri, name)
-        from ..common.naming import pipeline_label
-        from ..core.export import onnx_info
-        from ..tracking.registry import describe_version, version_tags
 
         meta = onnx_info(model.SerializeToString())["meta"]
         manifest = (self._run.manifest if self._run is not None else None) or {}
@@ -135,7 +134,6 @@ class RunModelDataset(MlflowModelTrackingDataset):
     def _registered_version(self, client, run, logged):
         """The version of the registered model that ``run`` registered from its logged model
         ``logged`` (None: this save's new one), or None."""
-        from ..tracking.registry import run_version
 
         model_id = logged.model_id if logged is not None else self.model_info.model_id
         return run_version(client, self._save_args.get("registered_model_name"),

@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 from kedro.io import AbstractDataset, DatasetError
 
+from ..core.pons_files import read_pons_file
+
 
 class PonsFilesDataset(AbstractDataset[None, dict[str, pd.DataFrame]]):
     def __init__(self, filepaths: dict[str, str] | None = None, metadata: dict | None = None):
@@ -23,7 +25,6 @@ class PonsFilesDataset(AbstractDataset[None, dict[str, pd.DataFrame]]):
         self.metadata = metadata
 
     def load(self) -> dict[str, pd.DataFrame]:
-        from ..core.pons_files import read_pons_file
 
         out = {}
         for name, path in self._filepaths.items():

@@ -83,7 +83,7 @@ class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]
 
 def torch_bytes(obj: Any) -> bytes:
     """``torch.save`` into bytes."""
-    import torch
+    import torch  # noqa: PLC0415 (torch: 1.1 s, when a model is used)
 
     buf = io.BytesIO()
     torch.save(obj, buf)

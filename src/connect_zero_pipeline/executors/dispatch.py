@@ -8,7 +8,10 @@ import torch
 
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.device import resolve_device
+from ..core.labelling import serial_chunks
 from ..core.selfplay import self_play
+from .local import ProcessChunkRunner, local_self_play
+from .ray import ray_chunk_runner, ray_self_play
 from .settings import NodeSettings
 
 
@@ -26,15 +29,11 @@ def play_generation(
     if given, gets ``compile_s``: the longest any process spent compiling the search
     (processes compile side by side)."""
     if node.executor == "ray":  # shards on Ray actors (each resolves node.device itself)
-        from .ray import ray_self_play
-
         return ray_self_play(config, model, generation=generation, node=node, progress=True,
                              stats=stats)  # fmt: skip
     device = resolve_device(node.device)
     workers = node.local_workers(device)
     if workers > 1:  # shards on CPU worker processes: the same table, every core busy
-        from .local import local_self_play
-
         return local_self_play(config, model, workers=workers, generation=generation, node=node,
                                progress=True, stats=stats)  # fmt: skip
     return self_play(config, model=model, generation=generation, progress=True, stats=stats,
@@ -48,15 +47,10 @@ def chunk_runner(node: NodeSettings):
     ``ray``: tasks on the cluster at ``ray.address`` (connects now: a bad address fails here).
     """
     if node.executor == "ray":
-        from .ray import ray_chunk_runner
-
         return ray_chunk_runner(node.ray.address, max_retries=node.ray.max_retries,
                                 connect_timeout=node.ray.connect_timeout)  # fmt: skip
     workers = node.local_workers()
     if workers == 1:
-        from ..core.labelling import serial_chunks
-
         return serial_chunks
-    from .local import ProcessChunkRunner
 
     return ProcessChunkRunner(workers)

@@ -7,6 +7,7 @@ started first, :func:`connect_zero_pipeline.commands.interrupts.stop_with_make`)
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -28,8 +29,6 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
     armed = False
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             armed = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
         except (OSError, AttributeError):

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import resource_tracker
 from multiprocessing.context import SpawnContext, SpawnProcess
 
 import numpy as np
@@ -95,7 +96,6 @@ def quiet_resource_tracker() -> None:
     about a cleanup that worked: its stderr is the only thing it writes to, and it gets the
     one it starts with.
     """
-    from multiprocessing import resource_tracker
 
     sys.stderr.flush()
     saved = os.dup(2)

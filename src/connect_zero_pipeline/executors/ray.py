@@ -36,8 +36,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.checkpoint import checkpoint_dict, from_dict
+from ..core.compiled import compile_backend, network
 from ..core.config import check, is_int
 from ..core.config.selfplay import SelfPlayConfig
+from ..core.inference import make_evaluate_fn
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import merge_shards, self_play, shard_slots
@@ -82,8 +84,8 @@ class _SelfPlayWorker:
     """
 
     def __init__(self, node: NodeSettings):
-        import ray
-        import torch
+        import ray  # noqa: PLC0415 (Ray: an optional extra)
+        import torch  # noqa: PLC0415 (torch: 1.1 s, when a model is used)
 
         # Ray sets CUDA_VISIBLE_DEVICES: the actor's GPU, if it was given one, is "cuda".
         has_gpu = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
@@ -101,10 +103,7 @@ class _SelfPlayWorker:
 
     def _evaluate_fn(self, weights_ref: list):
         """The ``evaluate_fn`` that :func:`~connect_zero_pipeline.core.selfplay.self_play` would build from the model."""
-        import ray
-
-        from ..core.compiled import compile_backend, network
-        from ..core.inference import make_evaluate_fn
+        import ray  # noqa: PLC0415 (Ray: an optional extra)
 
         ref = weights_ref[0]
         if self._weights_id != ref.hex():
@@ -130,7 +129,7 @@ class _SelfPlayWorker:
     ):
         """One shard: ``(pyarrow.Table`` (:data:`~connect_zero_pipeline.core.selfplay.COLUMNS`),
         ``stats)``."""
-        import pyarrow as pa
+        import pyarrow as pa  # noqa: PLC0415 (pyarrow: not for the light commands)
 
         stats: dict = {}
         table = self_play(

@@ -110,7 +110,7 @@ def _is_num(v: Any) -> bool:
 
 def _import_ray():
     try:
-        import ray
+        import ray  # noqa: PLC0415 (Ray: an optional extra)
     except ImportError as exc:
         raise ImportError(
             "executor: ray needs Ray, which is not installed; install the extra with "
@@ -194,8 +194,8 @@ def _ray_internals() -> _Internals | None:
     whose retries take about a minute on a wrong address.
     """
     try:
-        from ray._private.services import canonicalize_bootstrap_address_or_die
-        from ray._raylet import InnerGcsClient
+        from ray._private.services import canonicalize_bootstrap_address_or_die  # noqa: PLC0415 (Ray: an optional extra)
+        from ray._raylet import InnerGcsClient  # noqa: PLC0415 (Ray: an optional extra)
 
         return _Internals(
             lambda: canonicalize_bootstrap_address_or_die("auto"), InnerGcsClient.standalone

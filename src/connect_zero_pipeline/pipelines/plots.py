@@ -9,9 +9,9 @@ from __future__ import annotations
 
 def pyplot():
     """``matplotlib.pyplot`` on the headless Agg backend (nodes never open windows)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 (matplotlib: only when a figure is drawn)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (matplotlib: only when a figure is drawn)
 
     return plt

@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from functools import partial, update_wrapper
 from typing import Any
 
+from ..common.config_loader import load_parameters
+from ..common.project import project_root
 from ..params.schema import section_of
 
 _SESSION_PARAMS: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
@@ -37,8 +39,6 @@ def reading(params: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _conf_params() -> Mapping[str, Any]:
-    from ..common.config_loader import load_parameters
-    from ..common.project import project_root
 
     root = project_root()
     if root is None:

@@ -4,8 +4,11 @@
 parameters: it validates them (:mod:`..params.schema`), checks a
 resume (:func:`.rules.check_resume`) and resolves the start point (:mod:`.start`). Any
 problem is a :class:`..errors.RunRefused` naming the bad value. Its ``params`` are read
-only (:func:`freeze`). A context never changes: :func:`advance`, the one function that
-moves a run on, makes the next one, stage by stage (:data:`STAGES`: planned, claimed,
+only (:func:`freeze`) and its fields cannot be reassigned (a frozen dataclass); the dicts it
+holds (``resumed``, ``start``, ``ladder``, ``manifest``) are plain: ``manifest`` is the
+run-life hook's own record of the manifest, which the hook updates as it writes it (its
+status and its end). :func:`advance`, the one function that moves a run on, makes the next
+context, stage by stage (:data:`STAGES`: planned, claimed,
 pinned, opened, then finished or failed); the run-life hook (:class:`.hook.RunLife`) calls
 it as it claims the run's id, writes its manifest, pins its versions and records the
 MLflow parent and the end.
@@ -21,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..common.errors import RunRefused
+from ..params.schema import parse_section, validate_params
 from .ladder import ladder_plan
 from .rules import check_resume, final_version
 from .start import recorded, start_point
@@ -101,7 +105,6 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str,
         RunRefused: naming the bad value: a parameter, a resume that cannot work, a start
             point that is not there.
     """
-    from ..params.schema import parse_section, validate_params
 
     try:
         validate_params(params)  # an unknown key or a bad value stops the run here

@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..params.ladder import LATEST
+from ..params.schema import parse_section
+from ..tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX, find_version, project_client
 from .manifest import alphazero_runs, check_known
 
 
@@ -32,9 +35,6 @@ def ladder_plan(root: Path, params: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         ValueError: naming an unknown run id, registry version or alias.
     """
-    from ..params.ladder import LATEST
-    from ..params.schema import parse_section
-    from ..tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX, find_version, project_client
 
     cfg = parse_section("ladder", params.get("ladder"))
     finished = alphazero_runs(root)

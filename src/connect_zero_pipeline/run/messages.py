@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..common.errors import Terminated
 from ..common.internals import dataset_failure
+from ..tracking.store import store_line
 
 
 def error_text(error: BaseException) -> str:
@@ -18,13 +20,11 @@ def error_text(error: BaseException) -> str:
 
 def error_line(error: BaseException) -> str:
     """An error in one line, as a run's manifest records it."""
-    from ..common.errors import Terminated
 
     if isinstance(error, Terminated):
         return "terminated (SIGTERM)"
     if isinstance(error, KeyboardInterrupt):
         return "interrupted (Ctrl-C)"
-    from ..tracking.store import store_line
 
     text = store_line(error) or " ".join(error_text(error).split())  # not MLflow's SQL
     text = f"{type(error).__name__}: {text}" if text else type(error).__name__

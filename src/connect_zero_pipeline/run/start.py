@@ -20,7 +20,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kedro.io import DataCatalog
+
+from ..common.config_loader import project_config
 from ..common.naming import GAMES_PARTITION, GENERATION, model_index
+from ..tracking.registry import (
+    REGISTRY_PREFIX,
+    find_version,
+    parse_model_uri,
+    project_client,
+    version_words,
+)
 from .manifest import check_known
 
 
@@ -28,9 +38,6 @@ def partitions(root: Path, view: str, env: str | None = None) -> list[str]:
     """The partition ids of catalog view ``view`` (``model_files``, ``games_files``) of the
     project at ``root``, as its env ``env`` configures it; nothing is read. The view's
     folder, relative in the catalog, is the project's."""
-    from kedro.io import DataCatalog
-
-    from ..common.config_loader import project_config
 
     conf = dict(project_config(Path(root), "catalog", env)[view])
     conf["path"] = str(Path(root) / conf["path"])  # an absolute path stays as it is
@@ -51,13 +58,6 @@ def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-    from ..tracking.registry import (
-        REGISTRY_PREFIX,
-        find_version,
-        parse_model_uri,
-        project_client,
-        version_words,
-    )
 
     generations = _generation_models(models)
     if ref.startswith(REGISTRY_PREFIX):

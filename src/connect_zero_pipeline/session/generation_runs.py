@@ -44,8 +44,10 @@ from ..common.naming import (
     headline_line,
     metric_name,
     parse_step,
+    pipeline_label,
     stage_of,
 )
+from ..core.checkpoint import save_model
 from ..run.rules import flatten
 from ..tracking.store import runs_view
 
@@ -76,7 +78,6 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag); ``manifest`` its
     record (``start_from``, ``extended``).
     """
-    from ..common.naming import pipeline_label
 
     def moment(rid: str) -> str:  # 2026-11-23T10.26.07.123Z -> 11-23 10:26
         date, _, clock = rid.partition("T")
@@ -237,8 +238,6 @@ class GenerationRunsHook:
                 if stage == EVAL_STAGE:  # the child's description: its headline in one line
                     self._client.set_tag(run_id, NOTE_TAG, f"{namespace}: {headline_line(value)}")
             elif local in MODEL_OUTPUTS and hasattr(value, "state_dict"):
-                from ..core.checkpoint import save_model
-
                 with tempfile.TemporaryDirectory() as tmp:
                     path = Path(tmp) / f"{local}.pt"
                     save_model(value, path, getattr(value, "meta", None))

@@ -30,6 +30,9 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
+from ..common.errors import RunRefused
+from ..pipelines.structure import check_shape
+
 log = logging.getLogger(__name__)
 
 MLFLOW_PLUGIN_HOOK = "mlflow_hook"
@@ -62,7 +65,7 @@ class MlflowPluginHook:
     def plugin(self) -> Any:
         """kedro-mlflow's own hook object, imported now if it was not."""
         if self._hook is None:
-            from kedro_mlflow.framework.hooks import mlflow_hook
+            from kedro_mlflow.framework.hooks import mlflow_hook  # noqa: PLC0415 (kedro-mlflow imports MLflow)
 
             self._hook = mlflow_hook
         return self._hook
@@ -107,8 +110,6 @@ class PipelineShapeHook:
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
-        from ..common.errors import RunRefused
-        from ..pipelines.structure import check_shape
 
         try:
             check_shape(dict(context.config_loader["parameters"]))

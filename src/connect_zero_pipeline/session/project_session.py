@@ -32,16 +32,27 @@ exists stops before it writes anything, says so and returns (:class:`.common.err
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kedro.framework.project import pipelines, settings
 from kedro.framework.session import KedroSession
+from kedro.pipeline import Pipeline
 
+from ..common.errors import NothingToDo, mark_run
 from ..common.internals import session_config, session_hooks
+from ..common.naming import FILTERS
+from ..pipelines.structure import reading
+from ..run.context import plan
 from ..run.hook import RunLife
+from ..run.liveness import remove_dead_semaphores
+from ..tracking.store import prepare_store, store_line
+from .runner import RecipeRunner, recipe_runner
+from .summary import RunSummaryHook
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +82,7 @@ class ProjectSession(KedroSession):
     def _register_run_hooks(self) -> None:
         """The run's own hooks, once it is planned: its record, its MLflow children and its
         summary (their modules import MLflow: a run refused by its plan never does)."""
-        from .generation_runs import GenerationRunsHook
-        from .summary import RunSummaryHook
+        from .generation_runs import GenerationRunsHook  # noqa: PLC0415 (.generation_runs imports MLflow)
 
         self._run_hooks = (GenerationRunsHook(self.life), RunSummaryHook(self.life))
         for hook in (self.life, *self._run_hooks):
@@ -83,15 +93,11 @@ class ProjectSession(KedroSession):
         return dict(session_config(self)["parameters"])
 
     def load_context(self):
-        from ..pipelines.structure import reading
 
         with reading(self.parameters()):  # its checks see the parameters the run builds from
             return super().load_context()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from ..common.errors import NothingToDo, mark_run
-        from ..pipelines.structure import reading
-        from ..run.context import plan
 
         params = self.parameters()
         root = Path(self.store["project_path"])
@@ -121,7 +127,6 @@ class ProjectSession(KedroSession):
     @staticmethod
     def _remove_dead_semaphores() -> None:
         """What a run killed with its whole process group left in ``/dev/shm`` goes now."""
-        from ..run.liveness import remove_dead_semaphores
 
         removed = remove_dead_semaphores()
         if removed:
@@ -129,7 +134,6 @@ class ProjectSession(KedroSession):
                      len(removed))  # fmt: skip
 
     def _prepare_store(self, root: Path) -> None:
-        from ..tracking.store import prepare_store
 
         try:
             mlflow_conf = session_config(self)["mlflow"]
@@ -142,9 +146,6 @@ class ProjectSession(KedroSession):
         once, so after Kedro's own call this does nothing), then record the failure in the
         manifest; returns why it could not be, if it could not. A hook that fails (the
         MLflow store is unreachable) is logged and the others still run."""
-        import inspect
-
-        from kedro.framework.project import settings
 
         for hook in (*self._run_hooks, *settings.HOOKS):
             method = getattr(hook, "on_pipeline_error", None)
@@ -160,8 +161,6 @@ class ProjectSession(KedroSession):
                 else:
                     method()
             except Exception as exc:  # the store may be what failed
-                from ..tracking.store import store_line
-
                 why = store_line(exc) or " ".join(str(exc).split())[:300]
                 log.warning("%s could not record the failure: %s", type(hook).__name__, why)
         return self.life.fail(error)
@@ -171,7 +170,6 @@ def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
     """The runner a run uses: the one ``kedro run --runner`` named, else the recipe's
     (:func:`.session.runner.recipe_runner`: ``kedro run`` without ``--runner`` passes a
     :class:`.session.runner.RecipeRunner`, a direct ``session.run()`` none)."""
-    from .runner import RecipeRunner, recipe_runner
 
     if runner is None:
         return recipe_runner(params)
@@ -183,13 +181,10 @@ def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
 def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
     they do not hold (``params`` are the run's, already validated by :func:`.run.plan`)."""
-    from ..common.naming import FILTERS
 
     asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
     if not asked:
         return
-    from kedro.framework.project import pipelines
-    from kedro.pipeline import Pipeline
 
     names = run_kwargs.get("pipeline_names") or None
     pipelines.set_requested(names)  # as Kedro's run does: only these are built (and cached)

@@ -36,6 +36,8 @@ from typing import Any
 
 from kedro.runner import SequentialRunner, ThreadRunner
 
+from ..params.schema import section_of
+
 
 class RecipeRunner(SequentialRunner):
     """What ``kedro run`` passes when no ``--runner`` is given (:mod:`.cli`): the session
@@ -50,7 +52,6 @@ class RecipeRunner(SequentialRunner):
 def recipe_runner(params: dict[str, Any], is_async: bool = False):
     """The runner of the recipe in ``params`` (a run's merged parameters):
     :class:`OverlapRunner` with ``alphazero.overlap``, else ``SequentialRunner``."""
-    from ..params.schema import section_of
 
     if section_of(params, "alphazero").overlap:
         return OverlapRunner()  # threads: Kedro's async loading does not apply

@@ -20,6 +20,8 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
+from .. import web
+from ..common.internals import load_path
 from ..common.naming import (
     EVAL_STAGE,
     GENERATION,
@@ -28,8 +30,15 @@ from ..common.naming import (
     NOTE_TAG,
     headline_line,
     parse_step,
+    pipeline_label,
     stage_of,
 )
+from ..core.config import values
+from ..core.ratings import ratings_table
+from ..params.schema import parse_section
+from ..run.manifest import generation_metrics
+from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_version
+from ..tracking.store import MLFLOW_PORT, run_url, serving_port, sqlite_path
 
 log = logging.getLogger(__name__)
 
@@ -217,8 +226,6 @@ def _agent_order(agent: str) -> tuple[int, int]:
 def recipe_changes(params: dict[str, Any]) -> list[str]:
     """The recipe keys (:data:`RECIPE_SECTIONS`, ``node`` keys aside) whose value in the
     run's parameters is not the default's."""
-    from ..core.config import values
-    from ..params.schema import parse_section
 
     changed = []
     for section in RECIPE_SECTIONS:
@@ -232,7 +239,6 @@ def recipe_changes(params: dict[str, Any]) -> list[str]:
 def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
     """The version of the registered model that the run with MLflow parent ``mlflow_run_id``
     made, and whether it is the champion (None when it registered none)."""
-    from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_version
 
     try:
         version = run_version(client, REGISTERED_MODEL, mlflow_run_id)
@@ -247,7 +253,6 @@ def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
 
 
 def _ratings(catalog) -> list[str] | None:
-    from ..core.ratings import ratings_table
 
     try:
         return ratings_table(catalog.load("ladder_ratings"))
@@ -258,17 +263,14 @@ def _ratings(catalog) -> list[str] | None:
 
 def _note(label: str, path: str) -> str:
     """What a file line adds: a play page exported without onnxruntime-web says so."""
-    if label == OUTPUT_FILES["play_page"] and Path(path).is_dir():
-        from .. import web
-
-        if not web.has_runtime(Path(path)):
-            return f" (without onnxruntime-web, not fetched here: {web.WHOLE_LATER})"
+    page = label == OUTPUT_FILES["play_page"] and Path(path).is_dir()
+    if page and not web.has_runtime(Path(path)):
+        return f" (without onnxruntime-web, not fetched here: {web.WHOLE_LATER})"
     return ""
 
 
 def _path(dataset) -> str | None:
     """The file a (pinned) catalog dataset reads, relative to the current folder if below it."""
-    from ..common.internals import load_path
 
     found = load_path(dataset)
     if found is None:
@@ -348,7 +350,7 @@ class RunSummaryHook:
 
     @hook_impl(trylast=True)  # after kedro-mlflow opened its run
     def before_pipeline_run(self) -> None:
-        import mlflow
+        import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
         self._start = time.perf_counter()
         active = mlflow.active_run()
@@ -361,17 +363,13 @@ class RunSummaryHook:
         start = run.manifest.get("start_from")
         if not start:
             return None
-        from ..run.manifest import generation_metrics
 
         found = generation_metrics(run.root, start["generation"], "eval", start["run_id"])
         return start["described"], _float_metrics(found)
 
     @hook_impl
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline, catalog) -> None:
-        import mlflow
-
-        from ..common.naming import pipeline_label
-        from ..tracking.store import MLFLOW_PORT, run_url, serving_port, sqlite_path
+        import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
         run = self._life.context
         manifest = run.manifest  # planned and written before the first node (RunLife)

@@ -28,6 +28,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..common.config_loader import project_config
+from ..core.board import HEIGHT, WIDTH
+from ..core.config.export import INPUT_NAME, OUTPUT_NAMES
+
 log = logging.getLogger(__name__)
 
 REGISTERED_MODEL = "connect-zero"
@@ -46,12 +50,9 @@ TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline",
 def onnx_signature():
     """The MLflow signature of the exported protocol: ``board`` int8 ``[-1, 6, 7]`` ->
     ``logits`` float32 ``[-1, 7]``, ``value`` float32 ``[-1]``."""
-    import numpy as np
-    from mlflow.models import ModelSignature
-    from mlflow.types.schema import Schema, TensorSpec
-
-    from ..core.board import HEIGHT, WIDTH
-    from ..core.export import INPUT_NAME, OUTPUT_NAMES
+    import numpy as np  # noqa: PLC0415 (numpy: not for the light commands)
+    from mlflow.models import ModelSignature  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
+    from mlflow.types.schema import Schema, TensorSpec  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     return ModelSignature(
         inputs=Schema([TensorSpec(np.dtype(np.int8), (-1, HEIGHT, WIDTH), INPUT_NAME)]),
@@ -132,7 +133,7 @@ def crown_by_ladder(client, version: str, name: str = REGISTERED_MODEL) -> None:
 
 def _crown(client, name: str, version: str, new: float) -> bool:
     """Move ``champion`` to ``version`` if its score ``new`` beats the champion's."""
-    from mlflow.exceptions import MlflowException
+    from mlflow.exceptions import MlflowException  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     if math.isnan(new):
         return False
@@ -152,9 +153,7 @@ def _crown(client, name: str, version: str, new: float) -> bool:
 def project_client(project: Path):
     """An ``MlflowClient`` on the tracking store and registry of the Kedro project at
     ``project`` (its ``mlflow.yml``); no global MLflow URI is changed."""
-    import mlflow
-
-    from ..common.config_loader import project_config
+    import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     server = project_config(project, "mlflow")["server"]
     tracking = server["mlflow_tracking_uri"]
@@ -178,7 +177,7 @@ def find_version(client, name: str, ref: str):
     Raises:
         ValueError: naming ``ref``, with the model's known versions and aliases.
     """
-    from mlflow.exceptions import MlflowException
+    from mlflow.exceptions import MlflowException  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     ref = str(ref)
     try:
@@ -234,9 +233,9 @@ def version_words(name: str, version: str, tags: dict[str, str]) -> str:
 def load_version_files(source: str, described: str):
     """The ONNX network of a registered version's files at ``source`` (its download URI), as
     an :class:`~.core.export.OnnxNetwork` whose ``meta`` says it is ``described``."""
-    import mlflow
+    import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
-    from ..core.export import OnnxNetwork
+    from ..core.export import OnnxNetwork  # noqa: PLC0415 (.core.export imports torch)
 
     with tempfile.TemporaryDirectory() as tmp:
         local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=tmp)
@@ -249,7 +248,7 @@ def load_version_files(source: str, described: str):
 
 
 def _known(client, name: str) -> str:
-    from mlflow.exceptions import MlflowException
+    from mlflow.exceptions import MlflowException  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     try:
         model = client.get_registered_model(name)

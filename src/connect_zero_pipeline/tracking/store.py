@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -35,8 +36,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
 
+from ..common.errors import RunRefused
 from ..common.internals import experiment_in_store, relocate_artifacts
+from ..common.naming import HEADLINE, generation_name
 from ..common.project import user_cache
+from .registry import REGISTERED_MODEL, crown_by_ladder
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +75,7 @@ def _store_name(db: Path | None = None) -> str:
     """The store's file: ``db``, else the sqlite file of MLflow's tracking URI (which
     kedro-mlflow sets for the run), else ``mlflow.db``."""
     if db is None:
-        import mlflow
+        import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
         db = sqlite_path(mlflow.get_tracking_uri())
     return str(db or "mlflow.db")
@@ -126,7 +130,6 @@ def check_writable(db: Path) -> None:
     Raises:
         RunRefused: with :func:`store_help`'s paragraph.
     """
-    from ..common.errors import RunRefused
 
     if not db.exists():
         folder = next((p for p in [db.parent, *db.parent.parents] if p.exists()), db.parent)
@@ -166,7 +169,7 @@ def prepare_store(root: Path, mlflow_conf: dict) -> None:
         artifacts_dir = root / artifacts_dir
     check_writable(db)
     with store_lock(db.parent):
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
         if not db.exists():
             new_store(db, artifacts_dir)
@@ -181,8 +184,8 @@ def empty_store() -> Path | None:
     """An MLflow sqlite store of the installed MLflow with its schema and nothing else, made
     once per MLflow version in the user's cache folder (:func:`.common.project.user_cache`; MLflow's
     schema migrations take about 2 s a store); None where that folder cannot be written."""
-    import mlflow
-    from mlflow.tracking import MlflowClient
+    import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     folder = user_cache()
     path = folder / f"mlflow-{mlflow.__version__}-empty.db"
@@ -203,7 +206,7 @@ def empty_store() -> Path | None:
 def new_store(db: Path, artifacts: Path) -> None:
     """A new store at ``db``: a copy of :func:`empty_store` (its ``Default`` experiment's
     artifacts pointed at ``artifacts``), or where there is none, made by MLflow in place."""
-    from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     template = empty_store()
     if template is None:
@@ -229,10 +232,7 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
       the ``champion`` alias on the best of them (:func:`.tracking.registry.crown_by_ladder`);
     - ``ladder/ratings.csv`` and ``ladder/elo.png`` on the active run.
     """
-    import mlflow
-
-    from ..common.naming import generation_name
-    from .registry import REGISTERED_MODEL, crown_by_ladder
+    import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     active = mlflow.active_run()
     if active is None:
@@ -283,9 +283,6 @@ def runs_view() -> tuple[str, str]:
     headline metrics (:data:`.common.naming.HEADLINE`) as its first columns, in order, where the
     UI's own default shows no metric column. The UI opens it from the address
     :func:`ui_url` prints; its "Override saved view" keeps it as the user's own."""
-    import json
-
-    from ..common.naming import HEADLINE
 
     columns = [f"metrics.`{key}`" for key, _ in HEADLINE]
     state = {"selectedColumns": columns, "columnOrder": columns}

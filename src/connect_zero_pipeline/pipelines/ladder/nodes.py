@@ -29,12 +29,19 @@ import pandas as pd
 from ...common.naming import CHUNK, GENERATION, model_index
 from ...core.config.players import SOLVER_PREFIX
 from ...core.device import resolve_device
+from ...core.inference import make_evaluate_fn
+from ...core.labelling import Labeller, SolvedCache
 from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
+from ...core.mcts import MCTSPlayer
+from ...core.players import PolicyPlayer, make_player
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
+from ...executors.dispatch import chunk_runner
 from ...params.ladder import LadderConfig
 from ...params.schema import parse_section
-from ...tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX
+from ...tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX, load_version_files
+from ...tracking.store import publish_ladder
+from ..plots import pyplot
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +117,6 @@ def solver_labeller(cfg: LadderConfig, where: str | None):
     default). Anchors with a node budget analyse in this process instead: a cached exact
     analysis would make them stronger than their budget, and an anchor must stay the same
     player from ladder to ladder."""
-    from ...core.labelling import Labeller, SolvedCache
-    from ...executors.dispatch import chunk_runner
 
     cache = SolvedCache(Path(where) if where else None)
     log.info("Ladder: the solver anchors analyse through %s (%d positions)", where, len(cache))
@@ -121,15 +126,10 @@ def solver_labeller(cfg: LadderConfig, where: str | None):
 
 def _make_player(row, model_files: Partitions, plan: dict, cfg: LadderConfig, device,
                  labeller=None):  # fmt: skip
-    from ...core.inference import make_evaluate_fn
-    from ...core.mcts import MCTSPlayer
-    from ...core.players import PolicyPlayer, make_player
 
     if row.kind == "anchor":
         return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller)
     if row.source.startswith(REGISTRY_PREFIX):  # its files, as the plan found them
-        from ...tracking.registry import load_version_files
-
         version = next(v for v in plan["registry"] if v["uri"] == row.source)
         model = load_version_files(version["source"],
                                    f"{REGISTERED_MODEL} version {version['version']}")  # fmt: skip
@@ -239,9 +239,7 @@ def spread(levels: list[float], gap: float) -> list[float]:
 
 def plot_ladder(ratings: pd.DataFrame):
     """Elo against generation with 95% intervals, one line per run; anchors as levels."""
-    from matplotlib.ticker import MaxNLocator
-
-    from ..plots import pyplot
+    from matplotlib.ticker import MaxNLocator  # noqa: PLC0415 (matplotlib: only when a figure is drawn)
 
     fig, ax = pyplot().subplots(figsize=(8, 5))
     gens = ratings[ratings["kind"] == "generation"]
@@ -274,7 +272,6 @@ def publish_ratings(ratings: pd.DataFrame, params: dict) -> None:
     """MLflow (:func:`...tracking.publish_ladder`): ``elo`` on each rated generation's child
     run, the tag ``ladder.elo`` on each rated registered version, the table and the plot on
     this run, and the ``champion`` alias when ``move_champion``."""
-    from ...tracking.store import publish_ladder
 
     cfg = parse_section("ladder", params)
     publish_ladder(ratings, plot_ladder(ratings), move_champion=cfg.move_champion)
