@@ -26,7 +26,6 @@ import errno
 import importlib.metadata
 import logging
 import os
-import pkgutil
 import re
 import signal
 import sys
@@ -43,13 +42,13 @@ from kedro.framework.project import settings
 from kedro.io.core import DatasetError
 from rich.logging import RichHandler
 
-from . import pipelines
 from .commands import LazyCommand, UnknownName, cli, did_you_mean  # noqa: F401 (Kedro reads cli)
 from .commands.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED
 from .common.errors import Terminated, run_of, unrecorded
 from .common.internals import unknown_nodes
 from .common.project import in_project
 from .common.quiet import drop_log_records
+from .pipeline_registry import pipeline_names
 from .run.messages import error_text
 from .run.rules import resume_arguments
 from .tracking.store import store_help, store_problem
@@ -58,13 +57,6 @@ VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph m
 
 # Errors of the machine a user can fix (a full disk, a folder without write permission).
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
-
-
-def pipeline_names() -> list[str]:
-    """The pipelines ``--pipelines`` takes: every package of ``pipelines/``, and ``__default__``."""
-
-    found = (m.name for m in pkgutil.iter_modules(pipelines.__path__) if m.ispkg)
-    return [*sorted(found), "__default__"]
 
 
 def env_names(conf_source: str | None) -> list[str] | None:

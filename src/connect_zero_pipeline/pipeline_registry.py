@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import pkgutil
+
 from kedro.framework.project import find_pipelines
 from kedro.pipeline import Pipeline
 
+from . import pipelines as pipeline_packages
 from .common.naming import DEFAULT_PIPELINE
+
+
+def pipeline_names() -> list[str]:
+    """The pipelines ``--pipelines`` takes, without building any: every package of
+    ``pipelines/`` (what :func:`register_pipelines` finds), and ``__default__``."""
+    found = (m.name for m in pkgutil.iter_modules(pipeline_packages.__path__) if m.ispkg)
+    return [*sorted(found), "__default__"]
 
 
 def register_pipelines() -> dict[str, Pipeline]:
     """Register the project's pipelines.
 
     Every package under ``pipelines/`` with a ``create_pipeline()`` is found
-    automatically. The default pipeline is the main job.
+    automatically. The default pipeline is the main job. ``selfplay``, ``train`` and
+    ``evaluate`` are the ``alphazero`` DAG's slices by tag, each a package of its own: Kedro
+    loads only the packages a run names (``--pipelines=selfplay`` imports that package
+    alone, and a name with no package is an error before this function could add it).
     """
     pipelines = find_pipelines(raise_errors=True)
     # `kedro run --pipelines=X` makes find_pipelines load only X.

@@ -50,7 +50,7 @@ from connect_zero_pipeline.executors.ray import (
 )
 from connect_zero_pipeline.executors.settings import NodeSettings
 from connect_zero_pipeline.params.schema import parse_section
-from connect_zero_pipeline.pipelines.alphazero import selfplay as selfplay_nodes
+from connect_zero_pipeline.pipelines.alphazero import nodes as selfplay_nodes
 from connect_zero_pipeline.pipelines.pons.nodes import label_pons_positions
 from tests.helpers import selfplay_config
 
@@ -429,7 +429,7 @@ def test_local_executor_needs_no_options_and_the_module_needs_no_ray():
     assert node.executor == "local"
     code = (
         "import sys, connect_zero_pipeline.executors.ray, "
-        "connect_zero_pipeline.pipelines.alphazero.selfplay\n"
+        "connect_zero_pipeline.pipelines.alphazero.nodes\n"
         "print('ray' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

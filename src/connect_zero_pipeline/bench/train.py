@@ -23,7 +23,7 @@ from ..core.models import build_model
 from ..core.training import PI_COLUMNS, alphazero_loss, games_to_tensors
 from ..executors.settings import NodeSettings
 from ..params.train import TrainParams
-from ..pipelines.alphazero.train import train_generation
+from ..pipelines.alphazero.nodes import train_generation
 from . import figure
 
 

@@ -144,7 +144,7 @@ def _execute_notebook(project):
 
 @pytest.mark.slow
 def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkeypatch):
-    from connect_zero_pipeline.pipelines.alphazero import train as train_nodes
+    from connect_zero_pipeline.pipelines.alphazero import nodes as train_nodes
 
     real = train_nodes.train_model
 

@@ -7,7 +7,7 @@ from kedro.io import DatasetError
 
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.datasets.pons_files import PonsFilesDataset
-from connect_zero_pipeline.pipelines.alphazero.evaluate import (
+from connect_zero_pipeline.pipelines.alphazero.nodes import (
     evaluate_generation,
     label_public_sets,
 )
@@ -48,7 +48,7 @@ def test_with_gating_the_gate_plays_the_match_and_the_scorecard_is_the_same(pons
     is seeded by the generation alone), and the gate picks the model by its score."""
     import torch
 
-    from connect_zero_pipeline.pipelines.alphazero.evaluate import (
+    from connect_zero_pipeline.pipelines.alphazero.nodes import (
         gate_generation,
         score_gated_generation,
     )

@@ -8,7 +8,7 @@ import pytest
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import self_play
-from connect_zero_pipeline.pipelines.alphazero.train import train_generation
+from connect_zero_pipeline.pipelines.alphazero.nodes import train_generation
 from tests.helpers import selfplay_config
 
 

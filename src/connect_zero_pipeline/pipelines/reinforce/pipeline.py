@@ -18,10 +18,18 @@ from __future__ import annotations
 from kedro.pipeline import Node, Pipeline
 
 from ...common.naming import chunk_name
-from ..structure import bind
-from .nodes import evaluate_reinforce_chunk, init_reinforce_model, train_reinforce_chunk
-from .report import plot_reinforce_curves
-from .structure import num_chunks
+from ..structure import bind, section
+from .nodes import (
+    evaluate_reinforce_chunk,
+    init_reinforce_model,
+    plot_reinforce_curves,
+    train_reinforce_chunk,
+)
+
+
+def num_chunks() -> int:
+    """``reinforce.num_chunks`` of the run being built, validated."""
+    return section("reinforce").num_chunks
 
 
 def init_pipeline() -> Pipeline:
