@@ -50,7 +50,7 @@ check)
   # Everything else from DIR alone: no index, no other wheel folder, no pip config.
   PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS="$dir" "$tmp/venv/bin/python" -m pip install \
     --quiet --no-index --find-links "$dir" -e ".[dev]"
-  "$tmp/venv/bin/python" -c "import kedro, kedro_mlflow, mlflow, pytest, connect_zero_pipeline.core.compiled; print('complete: kedro', kedro.__version__, 'mlflow', mlflow.__version__)"
+  "$tmp/venv/bin/python" -c "import kedro, kedro_mlflow, mlflow, pytest, connect_zero_pipeline.core.search.compiled; print('complete: kedro', kedro.__version__, 'mlflow', mlflow.__version__)"
   ;;
 install)
   if [ -n "$target" ]; then

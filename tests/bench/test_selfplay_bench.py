@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from connect_zero_pipeline.bench.selfplay import run
-from connect_zero_pipeline.core.mcts import descent_bound
+from connect_zero_pipeline.core.search.base import descent_bound
 
 FIGURES = ["positions_per_s", "evals_per_s", "host_syncs_per_move", "aten_ops_per_move",
            "bytes_per_slot"]  # fmt: skip

@@ -27,9 +27,9 @@ from connect_zero_pipeline.core.bitboard import (
 from connect_zero_pipeline.core.checkpoint import save_model
 from connect_zero_pipeline.core.config.search import MCTSConfig
 from connect_zero_pipeline.core.export import OnnxNetwork
-from connect_zero_pipeline.core.mcts import MCTSPlayer
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.players import PolicyPlayer
+from connect_zero_pipeline.core.search.loop import MCTSPlayer
 from connect_zero_pipeline.params.alphazero import AlphaZeroConfig
 from tests.helpers import PONS_DIR, REPO
 

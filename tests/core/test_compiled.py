@@ -1,4 +1,4 @@
-"""The compiled device path (core.compiled): one graph per step, no graph break, the same
+"""The compiled device path (core.search.compiled): one graph per step, no graph break, the same
 trees and games as the eager search, no recompilation per move, generation or shard; and a
 self-play move and a training step on the ``meta`` device (no host read, no tensor made on
 the wrong device, no op without a meta kernel: what a first GPU run would catch).
@@ -18,13 +18,14 @@ import torch
 from torch._dynamo.utils import counters
 
 from connect_zero_pipeline.core.bitboard import State, initial_state
-from connect_zero_pipeline.core.compiled import CompiledSearch, compile_backend, network
 from connect_zero_pipeline.core.config.search import COMPILE, MCTSConfig
 from connect_zero_pipeline.core.config.selfplay import SEARCH, SelfPlayConfig
 from connect_zero_pipeline.core.config.training import TrainConfig
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
-from connect_zero_pipeline.core.mcts import descent_bound, search
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search.base import descent_bound
+from connect_zero_pipeline.core.search.compiled import CompiledSearch, compile_backend, network
+from connect_zero_pipeline.core.search.loop import search
 from connect_zero_pipeline.core.selfplay import _draws_per_step, _step, self_play, slot_keys
 from connect_zero_pipeline.core.training import train_step
 from connect_zero_pipeline.executors.settings import NodeSettings

@@ -8,11 +8,11 @@ import math
 import pytest
 import torch
 
-from connect_zero_pipeline.core import gumbel as G
 from connect_zero_pipeline.core.bitboard import moves_to_bitboards, state_from_moves
 from connect_zero_pipeline.core.config.search import MCTSConfig
-from connect_zero_pipeline.core.mcts import MCTSPlayer, search
-from connect_zero_pipeline.core.search_reference import reference_mcts
+from connect_zero_pipeline.core.search import gumbel as G
+from connect_zero_pipeline.core.search.loop import MCTSPlayer, search
+from connect_zero_pipeline.core.search.reference import reference_mcts
 
 POSITIONS = ["", "4453", "44444433333322222", "1212", "33455"]  # the third: 2 full columns
 

@@ -9,8 +9,8 @@ from connect_zero_pipeline.core.bitboard import from_boards
 from connect_zero_pipeline.core.config.search import MCTSConfig
 from connect_zero_pipeline.core.export import random_positions
 from connect_zero_pipeline.core.inference import make_evaluate_fn
-from connect_zero_pipeline.core.mcts import search
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search.loop import search
 
 
 @pytest.mark.parametrize("preset", ["tiny", "mlp"])

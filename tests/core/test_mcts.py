@@ -27,22 +27,20 @@ from connect_zero_pipeline.core.bitboard import (
     top_mask_col,
 )
 from connect_zero_pipeline.core.board import WIDTH
-from connect_zero_pipeline.core.compiled import CompiledSearch
 from connect_zero_pipeline.core.config.search import MCTSConfig
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
-from connect_zero_pipeline.core.mcts import (
-    ROOT_INDEX,
-    MCTSPlayer,
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search.base import ROOT_INDEX, win_value
+from connect_zero_pipeline.core.search.compiled import CompiledSearch
+from connect_zero_pipeline.core.search.loop import MCTSPlayer, search
+from connect_zero_pipeline.core.search.noise import sample_dirichlet
+from connect_zero_pipeline.core.search.policies import (
     Policy,
     most_visited,
     puct_rule,
-    sample_dirichlet,
-    search,
     visit_weights,
-    win_value,
 )
-from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.search_reference import reference_mcts
+from connect_zero_pipeline.core.search.reference import reference_mcts
 
 
 def uniform_fn(boards: torch.Tensor):
@@ -491,18 +489,16 @@ def test_without_host_sync_the_search_never_reads_the_device(kind):
     assert host_syncs(lambda: search(state, pure_fn, MCTSConfig(sims=8, search=kind))) > 8
 
 
-def test_the_move_a_search_plays_is_gumbel_s_own_choice_or_the_most_visited_column():
-    from types import SimpleNamespace
+def test_puct_plays_the_most_visited_column_and_learns_the_visit_distribution():
 
-    from connect_zero_pipeline.core.mcts import PUCT, SearchInputs, chosen_move
+    from connect_zero_pipeline.core.search.base import SearchInputs
+    from connect_zero_pipeline.core.search.policies import PUCT
 
     legal = torch.ones(2, 7, dtype=torch.bool)
     visits = torch.tensor([[0, 3, 9, 9, 1, 0, 0], [5, 0, 0, 0, 0, 0, 6]])
     weights, action = PUCT().output(None, None, legal, visits.float(), SearchInputs())
     assert action.tolist() == [2, 6]  # PUCT: the most visited; ties go to the lowest column
     assert torch.allclose(weights, visits / visits.sum(1, keepdim=True))
-    gumbel = SimpleNamespace(action=torch.tensor([4, 0]), visit_counts=visits)
-    assert chosen_move(gumbel, legal).tolist() == [4, 0]  # its own choice, not the visits
 
 
 def test_the_root_q_is_each_visited_child_s_mean_value():
@@ -540,7 +536,7 @@ class RoundRobinRoot(Policy):
         def select(level):
             k = (level.sim - 1) % legal.sum(1).clamp(min=1)  # (B,)
             turn = (legal.cumsum(1) <= k.unsqueeze(1)).sum(1).clamp(max=6)  # the k-th legal
-            return torch.where(level.node == t.base, turn, below(level))
+            return torch.where(level.node == t.roots, turn, below(level))
 
         return select
 
@@ -573,3 +569,11 @@ def test_a_third_policy_plugs_into_the_one_loop_eager_and_compiled():
     assert torch.equal(compiled.visit_counts, eager.visit_counts)
     assert torch.equal(compiled.visit_counts, result.visit_counts)
     assert torch.equal(compiled.action, eager.action)
+
+
+def test_the_names_the_configuration_takes_are_the_policies_of_the_registry():
+    from connect_zero_pipeline.core.config.search import SEARCHES
+    from connect_zero_pipeline.core.search.policies import POLICIES
+
+    assert sorted(POLICIES) == sorted(SEARCHES)
+    assert all(isinstance(policy, Policy) for policy in POLICIES.values())

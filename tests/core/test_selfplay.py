@@ -8,8 +8,8 @@ import torch
 
 from connect_zero_pipeline.core.bitboard import State, play, popcount
 from connect_zero_pipeline.core.config.selfplay import SelfPlayConfig, games_per_slot
-from connect_zero_pipeline.core.mcts import win_value
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search.base import win_value
 from connect_zero_pipeline.core.selfplay import (
     COLUMNS,
     backward_z,

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch._dynamo.utils import counters
 
-from connect_zero_pipeline.core.compiled import compiled_search
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search.compiled import compiled_search
 from connect_zero_pipeline.executors import dispatch, local
 from connect_zero_pipeline.executors.settings import ROUTING, NodeSettings
 from tests.helpers import selfplay_config

@@ -43,7 +43,7 @@ def test_the_page_loads_nothing_from_the_network():
 
 
 def test_the_page_search_uses_the_python_search_constants():
-    # The page's MCTS mirrors core.mcts: same exploration constant, same value of a win.
+    # The page's MCTS mirrors core.search: same exploration constant, same value of a win.
     from connect_zero_pipeline.core.config.search import MCTSConfig
 
     app = (web.WEB_DIR / "app.js").read_text()

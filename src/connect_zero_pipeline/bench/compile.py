@@ -36,10 +36,10 @@ import click
 import torch
 
 from ..core.bitboard import play
-from ..core.compiled import compile_backend, compile_setting, compiled_search, network
 from ..core.config.selfplay import SEARCH, SelfPlayConfig
 from ..core.device import resolve_device
 from ..core.models import build_model
+from ..core.search.compiled import compile_backend, compile_setting, compiled_search, network
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
 from ..executors import local
 from ..executors.dispatch import play_generation

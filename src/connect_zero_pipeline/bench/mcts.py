@@ -33,9 +33,9 @@ from ..core.bitboard import State, initial_state, play, random_legal_actions, to
 from ..core.config.search import MCTSConfig
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import search
 from ..core.models import build_model
-from ..core.search_reference import reference_mcts
+from ..core.search.loop import search
+from ..core.search.reference import reference_mcts
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
 from ..pipelines.structure import section
 from . import best_rate, figure

@@ -25,8 +25,8 @@ from ..core.bitboard import State, legal_mask, to_boards
 from ..core.config.search import MCTSConfig
 from ..core.device import resolve_device
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import chosen_move, search
 from ..core.models import build_model
+from ..core.search.loop import search
 from . import figure
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def run(args) -> Iterator[dict]:
                 moves[bf16] = logits.masked_fill(~legal, float("-inf")).argmax(1)
             else:
                 result = search(state, fn, MCTSConfig(sims=sims, search="gumbel"))
-                moves[bf16] = chosen_move(result, legal)
+                moves[bf16] = result.action
         extra = {"agent": agent, "sims": sims, "positions": len(table), "device": device.type}
         yield figure("precision", "agreement", float((moves[False] == moves[True]).float().mean()),
                      **extra)  # fmt: skip

@@ -11,7 +11,7 @@ self-play-like positions, then the chosen moves are played. For each ``B`` and
 - ``device`` (``host_sync: false, compiled: false``): a host-known number of levels,
   every leaf evaluated, eager ops (the default off the CPU without compile);
 - ``compiled`` (``compiled: true``): the same device path through
-  :class:`~..core.compiled.CompiledSearch` (``--compile``: the ``torch.compile`` backend,
+  :class:`~..core.search.compiled.CompiledSearch` (``--compile``: the ``torch.compile`` backend,
   ``inductor`` by default; ``off`` skips these cells). On CUDA each move is then one
   CUDA graph replay.
 
@@ -57,12 +57,12 @@ import click
 import torch
 
 from ..core.bitboard import play
-from ..core.compiled import CompiledSearch, network
 from ..core.config.search import MCTSConfig
 from ..core.device import resolve_device
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import search
 from ..core.models import build_model
+from ..core.search.compiled import CompiledSearch, network
+from ..core.search.loop import search
 from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure
 from .mcts import _roots

@@ -38,8 +38,8 @@ from ..core.bitboard import (
 )
 from ..core.config.search import MCTSConfig
 from ..core.inference import torch_evaluate_fn
-from ..core.mcts import chosen_move, search
 from ..core.players import masked_logits, sample_move
+from ..core.search.loop import search
 from . import finish, interrupts
 from .board import SOLVER_LEGEND, Analysis, analysis, grid
 from .model_source import CommandError as PlayError
@@ -72,7 +72,7 @@ class _Agent:
             return Analysis(col, policy, float(value[0]))
         result = search(state, self.evaluate_fn, self.config)
         visits = result.visit_counts.float()  # (1, 7)
-        col = int(chosen_move(result, legal)[0])  # as MCTSPlayer plays
+        col = int(result.action[0])  # as MCTSPlayer plays
         q = [None if v != v else v for v in result.tree.root_q()[0].tolist()]  # NaN: unvisited
         return Analysis(col, policy, float(result.root_value[0]),
                         [int(n) for n in visits[0].tolist()], q)  # fmt: skip

@@ -41,10 +41,10 @@ function on the installed versions) says which:
 **Used where they are** (``core/`` imports nothing above it, and each is one line beside
 the code it serves; the tests named exercise them on the installed versions):
 
-- torch's ``while_loop`` (``torch._higher_order_ops.while_loop``, :mod:`.core.mcts`): the
+- torch's ``while_loop`` (``torch._higher_order_ops.while_loop``, :mod:`.core.search.tree`): the
   compiled search's simulation loop in one graph (``tests/core/test_compiled.py``);
 - torch._dynamo's counters and ``config.patch`` and torch._inductor's cache folder
-  (:mod:`.core.compiled`; :mod:`.bench.selfplay` and :mod:`.bench.compile` also patch
+  (:mod:`.core.search.compiled`; :mod:`.bench.selfplay` and :mod:`.bench.compile` also patch
   inductor's config for kernel profiles): graphs and compile seconds counted, a recompile
   past the limit made an error (``tests/core/test_compiled.py``, ``tests/bench/``);
 - Ray's address check and GCS client (``ray._private.services``, ``ray._raylet``,

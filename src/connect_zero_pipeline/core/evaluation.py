@@ -39,9 +39,9 @@ from .config.search import MCTSConfig
 from .inference import EvaluateFn, torch_evaluate_fn
 from .labelling import SCORE_COLUMNS
 from .match import play_match
-from .mcts import MCTSPlayer, chosen_move, search
 from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
 from .progress import progress_bar
+from .search.loop import MCTSPlayer, search
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def search_agent_metrics(
     batch_size: int = 256,
     progress: str | None = None,
 ) -> dict[str, float]:
-    """The MCTS agent of ``config`` (an :class:`~.mcts.MCTSConfig`) on a labelled set: no
+    """The MCTS agent of ``config`` (an :class:`~.config.search.MCTSConfig`) on a labelled set: no
     noise; PUCT plays the most visited move, Gumbel search its Sequential Halving survivor.
 
     Returns:
@@ -159,7 +159,7 @@ def search_agent_metrics(
         starts = progress_bar(starts, desc=progress, unit="batch", leave=False)
     for i in starts:
         sub = state.take(torch.arange(i, min(i + batch_size, state.batch_size)))
-        picks.append(chosen_move(search(sub, evaluate_fn, config)))
+        picks.append(search(sub, evaluate_fn, config).action)
     top = torch.cat(picks) if picks else torch.zeros(0, dtype=torch.int64)
     hit = optimal.gather(1, top[:, None]).squeeze(1)
     weak_hit = outcome.gather(1, top[:, None]).squeeze(1) == torch.sign(best.double())

@@ -24,8 +24,8 @@ from torch import nn
 from .config.scorecard import ScorecardConfig
 from .evaluation import solver_set_metrics, win_rates
 from .inference import torch_evaluate_fn
-from .mcts import MCTSPlayer
 from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
+from .search.loop import MCTSPlayer
 
 
 def _rates(prefix: str, rates: Mapping[str, float]) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 ``num_games`` game *slots* play in parallel for ``moves_per_gen`` env steps
 (plies of the whole batch); a slot whose game ends restarts from the empty
-board at once. At every step each slot runs one :func:`~.mcts.search`: by default
+board at once. At every step each slot runs one :func:`~.search.loop.search`: by default
 Gumbel search (Gumbel-top-k root sampling, Sequential Halving), whose move is the
 halving's survivor; with ``search: puct``, PUCT with root Dirichlet noise, whose move
 is sampled from the visit distribution (temperature 1) for the first ``temp_cutoff``
@@ -47,21 +47,17 @@ import torch
 
 from .bitboard import BOARD_MASK, State, initial_state, legal_mask, play, reset_done
 from .board import NUM_CELLS, WIDTH
-from .compiled import compile_backend, compiled_search, network, use_cache
 from .config.search import MCTSConfig
 from .config.selfplay import SelfPlayConfig, games_per_slot
 from .device import tensor_cores, torch_threads
-from .gumbel import gumbel_from_uniforms
 from .inference import EvaluateFn, make_evaluate_fn
-from .mcts import (
-    POLICIES,
-    SearchInputs,
-    dirichlet_from_uniforms,
-    dirichlet_uniform_shape,
-    search,
-    win_value,
-)
 from .progress import progress_bar
+from .search.base import SearchInputs, win_value
+from .search.compiled import compile_backend, compiled_search, network, use_cache
+from .search.gumbel import gumbel_from_uniforms
+from .search.loop import search
+from .search.noise import dirichlet_from_uniforms, dirichlet_uniform_shape
+from .search.policies import POLICIES
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +124,7 @@ def backward_z(done: torch.Tensor, reward: torch.Tensor) -> tuple[torch.Tensor, 
     Args:
         done: ``[T, G] bool``, the move at step ``t`` of slot ``g`` ended its game.
         reward: ``[T, G] float32``, the value of that move's win for its mover
-            (:func:`~.mcts.win_value`; 0 for a draw or no end).
+            (:func:`~.search.base.win_value`; 0 for a draw or no end).
 
     Returns:
         ``z [T, G] float32``: the final outcome for the player who moved at
@@ -202,12 +198,12 @@ def self_play(
             descheduled one); scale out with shards instead.
         backend: the network's evaluation for ``model``: ``auto``, ``torch`` or
             ``onnxruntime`` (:data:`~.inference.BACKENDS`).
-        compile: run every search compiled (:mod:`.compiled`, :data:`~.compiled.COMPILE`):
+        compile: run every search compiled (:mod:`.search.compiled`, :data:`~.search.compiled.COMPILE`):
             ``on``, or a tracing backend; ``auto`` and ``off`` never. The network is then
             torch's (``backend`` ``auto`` or ``torch``), and the games that finish after
             ``moves_per_gen`` steps keep their slots (masked, fixed shapes) instead of
             being compacted. The table is the same.
-        compile_cache: inductor's on-disk cache folder (:func:`~.compiled.use_cache`;
+        compile_cache: inductor's on-disk cache folder (:func:`~.search.compiled.use_cache`;
             None: ``TORCHINDUCTOR_CACHE_DIR`` or torch's default).
         stats: if given, filled with ``compile_s``: the seconds this call spent compiling
             the search (0 when nothing was compiled: eager, or compiled earlier in the
@@ -261,9 +257,9 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor)
     """One search per game of ``state`` and the move each plays.
 
     ``search_fn(state, evaluate_fn, inputs=)`` searches with ``cfg.mcts`` and its policy
-    (:func:`~.mcts.search`, or a :class:`~.compiled.CompiledSearch`). ``u [B, D]`` are the
+    (:func:`~.search.loop.search`, or a :class:`~.search.compiled.CompiledSearch`). ``u [B, D]`` are the
     games' uniforms of this step, laid out as :func:`_draws_per_step` says; the policy gets
-    the inputs it reads (:attr:`~.mcts.Policy.inputs`): root noise, Gumbel noise, and a
+    the inputs it reads (:attr:`~.search.policies.Policy.inputs`): root noise, Gumbel noise, and a
     uniform with the plies that sample their move (the first ``temp_cutoff`` of a game).
     Returns ``(action [B], target [B, 7], root_value [B])``: the policy's move and action
     weights (the training target).

@@ -36,12 +36,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.checkpoint import checkpoint_dict, from_dict
-from ..core.compiled import compile_backend, network
 from ..core.config import check, is_int
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.inference import make_evaluate_fn
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
+from ..core.search.compiled import compile_backend, network
 from ..core.selfplay import merge_shards, self_play, shard_slots
 from .ray_cluster import (
     DEFAULT_CONNECT_TIMEOUT,

@@ -41,7 +41,7 @@ class NodeSettings:
     """A search's network evaluation: ``auto`` (onnxruntime on CPU, torch on CUDA),
     ``torch`` or ``onnxruntime``."""
     compile: str | bool = "auto"
-    """A search's device path compiled (``core.compiled``): ``on`` (inductor: for long runs,
+    """A search's device path compiled (``core.search.compiled``): ``on`` (inductor: for long runs,
     minutes the first time on a machine), ``off``, ``auto`` (= off: nothing compiled at a
     run's start), or ``eager``/``aot_eager`` (trace only, to debug graphs; no speed-up).
     YAML reads a bare ``on``/``off`` as true/false: those mean ``on``/``off`` too."""

@@ -3,7 +3,7 @@
 Each top-level section (``selfplay``, ``reinforce``, ...) is one frozen dataclass, defined
 in a leaf module (``params/<section>.py`` or ``core``) that imports nothing of the
 pipelines. Settings are composed, never copied: a search is an
-:class:`~..core.mcts.MCTSConfig` wherever it runs (``selfplay.mcts``, ``evaluate.mcts``,
+:class:`~..core.config.search.MCTSConfig` wherever it runs (``selfplay.mcts``, ``evaluate.mcts``,
 ``ladder.mcts``, ...), and where a stage runs is a
 :class:`~..executors.settings.NodeSettings` (its ``node`` key). One parser,
 :func:`~..core.config.from_params`, builds any of them and names the bad key;

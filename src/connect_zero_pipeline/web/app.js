@@ -193,10 +193,10 @@
     return scores;
   }
 
-  // PUCT search like the Python agent's (core/mcts.py, no noise): the network's
+  // PUCT search like the Python agent's (core/search/, no noise): the network's
   // priors and values, c_puct 1.5, an unvisited child valued 0, wins and draws
   // scored exactly (a win with n stones on the board is worth
-  // 1 - WIN_DECAY * (n - 7) / 35, core.mcts.win_value with MCTSConfig's default
+  // 1 - WIN_DECAY * (n - 7) / 35, core.search.base.win_value with MCTSConfig's default
   // win_decay). One network call per simulation. Returns the root children's
   // visit counts and the root's mean value (its mover's view).
   const C_PUCT = 1.5;

@@ -39,7 +39,7 @@ class MCTSConfig:
     """Weight of the root noise: ``P = (1 - eps) * P + eps * Dir(alpha)``; 0 (default) = off.
     PUCT only: Gumbel search explores through its Gumbel noise."""
     search: str = "puct"
-    """``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero, :mod:`.gumbel`)."""
+    """``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero, :mod:`..search.gumbel`)."""
     gumbel_num_actions: int = 7
     """Gumbel: actions sampled at the root (``m``; 7 considers every legal move)."""
     c_visit: float = 50.0

@@ -10,7 +10,7 @@ from .search import MCTSConfig
 
 SEARCH = MCTSConfig(sims=16, dirichlet_eps=0.25, search="gumbel")
 """Self-play's search: 16 simulations of Gumbel search, root noise 0.25 (used by PUCT only);
-the other keys are :class:`~.mcts.MCTSConfig`'s."""
+the other keys are :class:`~.search.MCTSConfig`'s."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class SelfPlayConfig:
 
     The defaults are the project's CPU recipe (``conf/base/parameters_selfplay.yml``
     repeats them): 512 slots with 4 random opening plies play 32 steps, then the
-    games in progress finish. The search is an :class:`~.mcts.MCTSConfig`
+    games in progress finish. The search is an :class:`~.search.MCTSConfig`
     (:data:`SEARCH` by default), the same type every agent of the project searches with.
     """
 

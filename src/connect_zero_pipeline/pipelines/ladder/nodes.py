@@ -32,10 +32,10 @@ from ...core.device import resolve_device
 from ...core.inference import make_evaluate_fn
 from ...core.labelling import Labeller, SolvedCache
 from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
-from ...core.mcts import MCTSPlayer
 from ...core.players import PolicyPlayer, make_player
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
+from ...core.search.loop import MCTSPlayer
 from ...executors.dispatch import chunk_runner
 from ...params.ladder import LadderConfig
 from ...params.schema import parse_section

@@ -1,5 +1,5 @@
 """Gumbel AlphaZero search rules (Danihelka et al., "Policy improvement by planning
-with Gumbel", ICLR 2022), batched for the tensor tree of :mod:`.mcts`.
+with Gumbel", ICLR 2022), batched for the tensor tree of :mod:`.tree`.
 
 At the root, the search samples ``m`` actions without replacement with the
 Gumbel-Top-k trick (the ``m`` largest ``g(a) + logits(a)``, ``g`` i.i.d.

@@ -1,8 +1,8 @@
 """The search's device path as a few compiled programs: ``torch.compile(fullgraph=True)``.
 
-A search without host synchronisation (:func:`~.mcts.search` with ``host_sync=False``)
+A search without host synchronisation (:func:`~.loop.search` with ``host_sync=False``)
 is a fixed stream of tensor ops of fixed shapes: tens of thousands of tiny kernels a
-move. :class:`CompiledSearch` runs its three steps (:data:`~.mcts.Steps`) compiled:
+move. :class:`CompiledSearch` runs its three steps (:data:`~.Steps`) compiled:
 
 - ``start``: the root's network call, noise and Gumbel sample: one graph;
 - ``simulate``: one whole simulation (select, expand with its network call, backup) per
@@ -41,11 +41,12 @@ from functools import cache
 import torch
 from torch import nn
 
-from . import mcts
-from .bitboard import State
-from .config.search import COMPILE, MCTSConfig
-from .inference import EvaluateFn
-from .mcts import SearchInputs, SearchResult
+from ..bitboard import State
+from ..config.search import COMPILE, MCTSConfig
+from ..inference import EvaluateFn
+from .base import SearchInputs, SearchResult
+from .loop import Steps, finish, run_loop, simulate, start
+from .policies import POLICIES, Policy
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +114,11 @@ def _compiled(fn: Callable, backend: str, mode: str | None) -> Callable:
     return torch.compile(fn, fullgraph=True, dynamic=False, backend=backend, mode=mode)
 
 
-def compiled_steps(backend: str = "inductor", counters: Counters | None = None) -> mcts.Steps:
-    """:data:`~.mcts.Steps` compiled with ``backend`` (``inductor``; ``eager`` or
+def compiled_steps(backend: str = "inductor", counters: Counters | None = None) -> Steps:
+    """:data:`~.Steps` compiled with ``backend`` (``inductor``; ``eager`` or
     ``aot_eager`` trace without generating code: the tests' graph-break check)."""
     counters = counters if counters is not None else Counters()
-    fns = [_compiled(f, backend, None) for f in (mcts._start, mcts._simulate, mcts._finish)]
+    fns = [_compiled(f, backend, None) for f in (start, simulate, finish)]
 
     from torch._dynamo.utils import counters as dynamo  # noqa: PLC0415 (torch._dynamo's counters, only when compiling)
 
@@ -136,26 +137,26 @@ def compiled_steps(backend: str = "inductor", counters: Counters | None = None) 
 
         return call
 
-    return mcts.Steps(*(counted(f) for f in fns), compiled=True)
+    return Steps(*(counted(f) for f in fns), compiled=True)
 
 
 class CompiledSearch:
-    """:func:`~.mcts.search` of one :class:`MCTSConfig` with compiled steps.
+    """:func:`~.loop.search` of one :class:`MCTSConfig` with compiled steps.
 
     Args:
         config: the search.
         backend: ``torch.compile``'s backend (``inductor`` generates fused kernels).
         cuda_graph: capture each ``(batch, network)`` move as a CUDA graph and replay it
             (None: on CUDA with ``inductor``).
-        policy: the search's :class:`~.mcts.Policy` (default: ``config.search``'s).
+        policy: the search's :class:`~.Policy` (default: ``config.search``'s).
     """
 
     def __init__(
         self, config: MCTSConfig, backend: str = "inductor", cuda_graph: bool | None = None,
-        policy: mcts.Policy | None = None,
+        policy: Policy | None = None,
     ):  # fmt: skip
         self.config = config
-        self.policy = policy or mcts.POLICIES[config.search]
+        self.policy = policy or POLICIES[config.search]
         self.backend = backend
         self.cuda_graph = cuda_graph
         self.counters = Counters()
@@ -171,7 +172,7 @@ class CompiledSearch:
         gumbel: torch.Tensor | None = None,
         inputs: SearchInputs | None = None,
     ) -> SearchResult:
-        """As :func:`~.mcts.search` with ``host_sync=False`` and this search's policy; the
+        """As :func:`~.loop.search` with ``host_sync=False`` and this search's policy; the
         policy's inputs are given (``root_noise``, ``gumbel`` fill theirs), never drawn."""
         inputs = (inputs or SearchInputs())._replace(
             **{k: v for k, v in (("noise", root_noise), ("gumbel", gumbel)) if v is not None}
@@ -212,7 +213,7 @@ class CompiledSearch:
 
     def _search(self, state, evaluate_fn, inputs: SearchInputs) -> SearchResult:
         """The loop with the inputs :meth:`__call__` prepared once (no second ``prepare``)."""
-        return mcts._loop(state, evaluate_fn, self.config, False, self.steps, self.policy,
+        return run_loop(state, evaluate_fn, self.config, False, self.steps, self.policy,
                           inputs)  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """The slow reference search: one game, one node at a time, in plain Python floats.
 
 :func:`reference_mcts` follows the same rules as the batched
-:func:`~.mcts.search` (PUCT and Gumbel), with one network call per leaf and
+:func:`~.loop.search` (PUCT and Gumbel), with one network call per leaf and
 no tensors: the oracle the tests compare the batched search with, and the
 baseline of ``bench mcts``. Unbatched, slow by design.
 """
@@ -12,8 +12,7 @@ import math
 
 import torch
 
-from . import gumbel as G
-from .bitboard import (
+from ..bitboard import (
     BOARD_MASK,
     alignment,
     bitboards_to_board,
@@ -22,10 +21,11 @@ from .bitboard import (
     play_move,
     popcount,
 )
-from .board import WIDTH
-from .config.search import MCTSConfig
-from .inference import EvaluateFn
-from .mcts import _masked_softmax, win_value
+from ..board import WIDTH
+from ..config.search import MCTSConfig
+from ..inference import EvaluateFn
+from . import gumbel as G
+from .base import masked_softmax, win_value
 
 
 class _RefNode:
@@ -57,7 +57,7 @@ class _RefNode:
         board = torch.from_numpy(bitboards_to_board(self.position, self.mask)).unsqueeze(0)
         logits, value = evaluate_fn(board)
         legal = torch.tensor([[c in legal_columns(self.mask) for c in range(WIDTH)]])
-        self.prior = _masked_softmax(logits, legal)[0].tolist()
+        self.prior = masked_softmax(logits, legal)[0].tolist()
         self.value = float(value[0])
         return self.value
 
