@@ -325,11 +325,13 @@ def test_pons_labelling_node_with_executor_ray(ray_address, late_positions, tmp_
     base = {"max_nodes": 0, "chunk_size": 8, "tt_log2": 16}
     local_node = {"workers": 1}
     local, _ = label_pons_positions(
-        positions, {**base, "cache_dir": str(tmp_path / "a"), "node": local_node}
+        positions,
+        {**base, "cache_dir": str(tmp_path / "a"), "node": local_node},
+        str(tmp_path / "a"),
     )
     ray_node = {"executor": "ray", "ray": {"address": ray_address}}
     got, metrics = label_pons_positions(
-        positions, {**base, "cache_dir": str(tmp_path / "b"), "node": ray_node}
+        positions, {**base, "cache_dir": str(tmp_path / "b"), "node": ray_node}, str(tmp_path / "b")
     )
     pd.testing.assert_frame_equal(got, local)
     assert metrics["label.solved"]["value"] == 30

@@ -24,6 +24,12 @@ def in_project(path: str | Path) -> Path:
     return path if path.is_absolute() else (project_root() or Path.cwd().resolve()) / path
 
 
+def folder_in(root: str | Path, where: str | None) -> str | None:
+    """A folder the parameters name (``pons.cache_dir``, ``ladder.cache_dir``) in the project
+    at ``root``: an absolute path stays; None (no folder) stays None."""
+    return None if not where else str(Path(root) / where)
+
+
 def user_cache() -> Path:
     """``$XDG_CACHE_HOME/connect-zero-pipeline`` (default ``~/.cache/...``): what is the same
     for every project of a machine and costs seconds to make, kept once per library version

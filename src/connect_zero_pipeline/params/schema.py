@@ -8,7 +8,8 @@ pipelines. Settings are composed, never copied: a search is an
 :class:`~..executors.settings.NodeSettings` (its ``node`` key). One parser,
 :func:`~..core.config.from_params`, builds any of them and names the bad key;
 :func:`parse_section` finds a section's class by its dotted path, and
-:func:`validate_params` builds every section of a run's merged parameters.
+:func:`parse_run_params` builds every section of a run's merged parameters into one
+:class:`RunParams`.
 
 One place for each default: the dataclass field. ``conf/base`` repeats the recipe for
 people to read and edit, and ``tests/test_conf.py`` fails when a value there differs from
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, get_type_hints
 
 from ..common.naming import RESUME_KEY
 from ..core.config import field_default, from_params, unknown_key_error
@@ -35,18 +37,31 @@ from .scorecard import ScorecardParams
 from .selfplay import SelfPlayParams
 from .train import TrainParams
 
+
+@dataclass(frozen=True)
+class RunParams:
+    """A run's merged parameters, every section validated once into its dataclass (typed,
+    frozen): what :func:`.run.context.plan` keeps in the run's context, so that whoever
+    needs a section of the run reads it there. The fields, in the order stages run, are the
+    sections (:data:`SCHEMA`), and ``resume`` the one other top-level key."""
+
+    alphazero: AlphaZeroConfig
+    model: ModelSpec
+    selfplay: SelfPlayParams
+    train: TrainParams
+    evaluate: EvaluateParams
+    export: ExportConfig
+    pons: PonsConfig
+    baselines: BaselineMatchConfig
+    reinforce: ReinforceLoopConfig
+    scorecard: ScorecardParams
+    ladder: LadderConfig
+    resume: str | None = None
+    """The run this one resumes (:mod:`connect_zero_pipeline.run.rules`), or None."""
+
+
 SCHEMA: dict[str, type] = {
-    "alphazero": AlphaZeroConfig,
-    "model": ModelSpec,
-    "selfplay": SelfPlayParams,
-    "train": TrainParams,
-    "evaluate": EvaluateParams,
-    "export": ExportConfig,
-    "pons": PonsConfig,
-    "baselines": BaselineMatchConfig,
-    "reinforce": ReinforceLoopConfig,
-    "scorecard": ScorecardParams,
-    "ladder": LadderConfig,
+    name: hint for name, hint in get_type_hints(RunParams).items() if dataclasses.is_dataclass(hint)
 }
 """Every top-level parameter section and its dataclass, in the order stages run."""
 
@@ -85,18 +100,12 @@ def section_of(params: Mapping[str, Any], section: str) -> Any:
     return parse_section(section, node)
 
 
-def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Build every section's dataclass from a run's merged parameters.
-
-    Besides the sections, one top-level key is known: ``resume`` (a run id,
-    see :mod:`connect_zero_pipeline.run.rules`).
-
-    Returns:
-        Section name -> its dataclass, for every section of :data:`SCHEMA`.
+def parse_run_params(params: Mapping[str, Any]) -> RunParams:
+    """Every section of a run's merged parameters, built once into a :class:`RunParams`.
 
     Raises:
-        ValueError: an unknown top-level section (with the nearest known one),
-            or the first bad key of any section.
+        ValueError: an unknown top-level section (with the nearest known one), a ``resume``
+            that is not a run id, or the first bad key of any section.
     """
     top = sorted([*SCHEMA, RESUME_KEY])
     for name in params:
@@ -107,4 +116,16 @@ def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(
             f"{RESUME_KEY} must be a run id like 2026-11-23T10.26.41.512Z, got {resume!r}"
         )
-    return {section: parse_section(section, params.get(section)) for section in SCHEMA}
+    sections = {section: parse_section(section, params.get(section)) for section in SCHEMA}
+    return RunParams(**sections, resume=resume)
+
+
+def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`parse_run_params` as a mapping: section name -> its dataclass, for every
+    section of :data:`SCHEMA` (``resume`` aside).
+
+    Raises:
+        ValueError: as :func:`parse_run_params`.
+    """
+    built = parse_run_params(params)
+    return {section: getattr(built, section) for section in SCHEMA}

@@ -24,7 +24,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..common.errors import RunRefused
-from ..params.schema import parse_section, validate_params
+from ..common.project import folder_in
+from ..params.schema import RunParams, parse_run_params
 from .ladder import ladder_plan
 from .rules import check_resume, final_version
 from .start import recorded, start_point
@@ -61,7 +62,12 @@ class RunContext:
     """This session's id: an extension's final outputs are written at this version."""
     env: str | None
     params: Mapping[str, Any]
-    """The merged parameters (base, env, ``--params``), read only (:func:`freeze`)."""
+    """The merged parameters (base, env, ``--params``) as given, read only (:func:`freeze`):
+    what the manifest records and a resume compares."""
+    sections: RunParams = None  # type: ignore[assignment]  # made from params when not given
+    """The same parameters validated once, every section its frozen dataclass: what whoever
+    needs a section of the run reads (:func:`plan` passes what it validated; otherwise it is
+    made from ``params``)."""
     resumed: dict[str, Any] | None = None
     """The manifest of the run this one resumes, as it was before."""
     extension: tuple[int, int] | None = None
@@ -70,12 +76,19 @@ class RunContext:
     """The catalog entry ``start_point`` (:mod:`.start`); ``{}`` without one."""
     ladder: dict[str, Any] = field(default_factory=dict)
     """The catalog entry ``ladder_plan`` (:mod:`.ladder`); ``{}`` for a run with no ladder."""
+    solver_cache: str | None = None
+    """The catalog entry ``solver_cache``: ``pons.cache_dir`` resolved in the project (an
+    absolute path stays), None for no cache."""
     manifest: dict[str, Any] | None = None
     """The manifest as this attempt wrote it at its start (None before)."""
     mlflow_parent: str | None = None
     """The MLflow parent run (a resume's from its manifest; a new run's once opened)."""
     stage: str = "planned"
     """Where the run is (:data:`STAGES`)."""
+
+    def __post_init__(self) -> None:
+        if self.sections is None:
+            object.__setattr__(self, "sections", parse_run_params(self.params))
 
     @property
     def is_resume(self) -> bool:
@@ -107,13 +120,14 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str,
     """
 
     try:
-        validate_params(params)  # an unknown key or a bad value stops the run here
+        sections = parse_run_params(params)  # an unknown key or a bad value stops the run here
         resumed, extension = check_resume(root, params, env)
-        spec = parse_section("model", params.get("model"))
-        window = parse_section("train", params.get("train")).buffer_gens - 1
+        spec, window = sections.model, sections.train.buffer_gens - 1
         start = start_point(root, spec.start_from, window if spec.start_window else 0,
                             (resumed or {}).get("start_from"), env)  # fmt: skip
-        ladder = ladder_plan(root, params) if "ladder" in (pipelines or []) else {}
+        solver_cache = folder_in(root, sections.pons.cache_dir)
+        ladder = (ladder_plan(root, sections, solver_cache) if "ladder" in (pipelines or [])
+                  else {})  # fmt: skip
     except RunRefused:
         raise
     except ValueError as exc:
@@ -124,10 +138,12 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str,
         attempt=attempt,
         env=env,
         params=freeze(params),
+        sections=sections,
         resumed=resumed,
         extension=extension,
         start=start,
         ladder=ladder,
+        solver_cache=solver_cache,
         mlflow_parent=(resumed or {}).get("mlflow_run_id"),
     )
 

@@ -35,6 +35,9 @@ START_POINT = "start_point"
 """The catalog entry that hands the nodes the run's start point (:mod:`.start`)."""
 LADDER_PLAN = "ladder_plan"
 """The catalog entry that hands the ladder's nodes what it plays (:mod:`.ladder`)."""
+SOLVER_CACHE = "solver_cache"
+"""The catalog entry that hands the solver's nodes its cache folder (``pons.cache_dir``,
+resolved in the plan)."""
 
 
 def _now() -> str:
@@ -89,6 +92,8 @@ class RunLife:
             catalog.get(START_POINT).save(dict(run.start))
         if LADDER_PLAN in catalog:
             catalog.get(LADDER_PLAN).save(dict(run.ladder))
+        if SOLVER_CACHE in catalog:
+            catalog.get(SOLVER_CACHE).save(run.solver_cache)
         self.context = advance(run, "pinned")
         log.info("Run %s: %d versioned outputs read and written at this version",
                  run.run_id, pinned)  # fmt: skip

@@ -15,28 +15,25 @@ parameters name before any work, so that its nodes are functions of their catalo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..common.project import folder_in
 from ..params.ladder import LATEST
-from ..params.schema import parse_section
+from ..params.schema import RunParams
 from ..tracking.registry import REGISTERED_MODEL, REGISTRY_PREFIX, find_version, project_client
 from .manifest import alphazero_runs, check_known
 
 
-def _folder(root: Path, where: str | None) -> str | None:
-    return None if not where else str(Path(root) / where)  # an absolute path stays
-
-
-def ladder_plan(root: Path, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan of the ladder that ``params`` describe, in the project at ``root``.
+def ladder_plan(root: Path, params: RunParams, solver_cache: str | None) -> dict[str, Any]:
+    """The plan of the ladder that ``params`` describe, in the project at ``root``
+    (``solver_cache``: the run's, resolved in its plan).
 
     Raises:
         ValueError: naming an unknown run id, registry version or alias.
     """
 
-    cfg = parse_section("ladder", params.get("ladder"))
+    cfg = params.ladder
     finished = alphazero_runs(root)
     runs = []
     for run in cfg.runs:
@@ -63,6 +60,5 @@ def ladder_plan(root: Path, params: Mapping[str, Any]) -> dict[str, Any]:
                 "uri": f"{REGISTRY_PREFIX}{REGISTERED_MODEL}/{version.version}",
                 "source": client.get_model_version_download_uri(REGISTERED_MODEL, version.version),
             })  # fmt: skip
-    pons = parse_section("pons", params.get("pons"))
-    return {"runs": runs, "registry": registry, "match_cache": _folder(root, cfg.cache_dir),
-            "solver_cache": _folder(root, pons.cache_dir)}  # fmt: skip
+    return {"runs": runs, "registry": registry, "match_cache": folder_in(root, cfg.cache_dir),
+            "solver_cache": solver_cache}  # fmt: skip

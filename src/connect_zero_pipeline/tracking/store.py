@@ -31,6 +31,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -222,7 +223,7 @@ DEFAULT_EXPERIMENT = "Default"
 """The experiment MLflow makes in every store (id 0)."""
 
 
-def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
+def publish_ladder(ratings, plot_png: bytes, *, move_champion: bool) -> None:
     """A ladder's ratings in MLflow (nothing when tracking is off: the catalog outputs are
     the result).
 
@@ -230,7 +231,8 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
       parent, with ``step = generation``;
     - the tag ``ladder.elo`` on each rated registered version, and with ``move_champion``
       the ``champion`` alias on the best of them (:func:`.tracking.registry.crown_by_ladder`);
-    - ``ladder/ratings.csv`` and ``ladder/elo.png`` on the active run.
+    - ``ladder/ratings.csv`` and ``ladder/elo.png`` (``plot_png``, the plot's file) on the
+      active run.
     """
     import mlflow  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
@@ -267,7 +269,9 @@ def publish_ladder(ratings, figure, *, move_champion: bool) -> None:
         crown_by_ladder(client, best.source.rsplit("/", 1)[-1])
         log.info("Ladder: %s is the champion (Elo %.0f)", best.label, best.elo)
     client.log_text(active.info.run_id, ratings.to_csv(index=False), "ladder/ratings.csv")
-    client.log_figure(active.info.run_id, figure, "ladder/elo.png")
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "elo.png").write_bytes(plot_png)
+        client.log_artifact(active.info.run_id, str(Path(folder) / "elo.png"), "ladder")
     log.info("Ladder: Elo logged on %d generation child run(s)", logged)
 
 

@@ -19,7 +19,8 @@ def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monk
     head = tmp_path / "L3_head"
     head.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:30]))
     files = PonsFilesDataset({"L3_head": str(head)}).load()
-    labelled = label_public_sets(files, {"node": {"workers": 1}})
+    cache = tmp_path / "data" / "02_intermediate" / "solver_cache"  # what the plan resolves
+    labelled = label_public_sets(files, {"node": {"workers": 1}}, str(cache))
     assert len(labelled) == 30 and set(labelled["set"]) == {"L3_head"}
     assert any((tmp_path / "data" / "02_intermediate" / "solver_cache").glob("part-*.parquet"))
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})

@@ -61,8 +61,11 @@ def init_model(
                  count_parameters(model))  # fmt: skip
         return model
     spec = parse_section("model", params)
-    torch.manual_seed(spec.seed)  # initial weights only; self-play and training take their own
-    model = build_model(spec.config())
+    # The layers draw their initial weights from torch's default generator: seeded inside a
+    # fork of it, so the process's own stream (other nodes, other threads) is left as it was.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        model = build_model(spec.config())
     model.meta = {"generation": 0}
     log.info("Initialised %s with %d parameters", model.config, count_parameters(model))
     return model
@@ -191,13 +194,15 @@ SET_COLUMN = "set"
 """The column of ``public_sets_labelled`` that names each row's set."""
 
 
-def label_public_sets(files: dict[str, pd.DataFrame], pons: dict) -> pd.DataFrame:
+def label_public_sets(files: dict[str, pd.DataFrame], pons: dict,
+                      solver_cache: str | None = None) -> pd.DataFrame:  # fmt: skip
     """Every move of every position of the public sets (catalog entry ``pons_benchmarks``),
-    labelled exactly by the solver of the ``pons`` section (through its cache: a later run
-    solves nothing again); one table, the set's name in column ``set``."""
+    labelled exactly by the solver of the ``pons`` section (through its cache,
+    ``solver_cache``: a later run solves nothing again); one table, the set's name in
+    column ``set``."""
     cfg = parse_section("pons", pons)
     tables = []
-    with pons_labeller(cfg, max_nodes=0) as labeller:
+    with pons_labeller(cfg, solver_cache, max_nodes=0) as labeller:
         for name, positions in files.items():
             labelled, _ = label_positions(positions, labeller, desc=f"labelling {name}")
             tables.append(labelled.assign(**{SET_COLUMN: name}))

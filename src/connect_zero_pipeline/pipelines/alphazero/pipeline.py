@@ -142,7 +142,7 @@ def init_pipeline() -> Pipeline:
     )
     labels = Node(
         label_public_sets,
-        inputs=["pons_benchmarks", "params:pons"],
+        inputs=["pons_benchmarks", "params:pons", "solver_cache"],
         outputs="public_sets_labelled",
         name="label_public_sets",
         tags=["evaluate", "init"],

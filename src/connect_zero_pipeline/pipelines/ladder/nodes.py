@@ -268,10 +268,11 @@ def plot_ladder(ratings: pd.DataFrame):
     return fig
 
 
-def publish_ratings(ratings: pd.DataFrame, params: dict) -> None:
-    """MLflow (:func:`...tracking.publish_ladder`): ``elo`` on each rated generation's child
-    run, the tag ``ladder.elo`` on each rated registered version, the table and the plot on
+def publish_ratings(ratings: pd.DataFrame, plot_png: bytes, params: dict) -> None:
+    """MLflow (:func:`...tracking.store.publish_ladder`): ``elo`` on each rated generation's
+    child run, the tag ``ladder.elo`` on each rated registered version, the table and the
+    plot (``plot_png``: the catalog's ``ladder_plot``, as :func:`rate_players` drew it) on
     this run, and the ``champion`` alias when ``move_champion``."""
 
     cfg = parse_section("ladder", params)
-    publish_ladder(ratings, plot_ladder(ratings), move_champion=cfg.move_champion)
+    publish_ladder(ratings, plot_png, move_champion=cfg.move_champion)

@@ -34,7 +34,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             Node(
                 publish_ratings,
-                ["ladder_ratings", "params:ladder"],
+                ["ladder_ratings", "ladder_plot", "params:ladder"],
                 None,
                 name="publish_ratings",
             ),

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ...common.project import in_project
 from ...core.evaluation import PLY_BUCKETS
 from ...core.labelling import (
     SCORE_COLUMNS,
@@ -33,10 +33,11 @@ log = logging.getLogger(__name__)
 
 
 @contextmanager
-def pons_labeller(cfg: PonsConfig, max_nodes: int | None = None):
-    """The solver of the ``pons`` section: its cache, executor and budget (``max_nodes``
-    instead of ``cfg.max_nodes`` when given; 0: exact)."""
-    cache = SolvedCache(in_project(cfg.cache_dir) if cfg.cache_dir else None)
+def pons_labeller(cfg: PonsConfig, cache_dir: str | None, max_nodes: int | None = None):
+    """The solver of the ``pons`` section: its cache (``cache_dir``: the run's ``pons.cache_dir``
+    as its plan resolved it, the catalog entry ``solver_cache``; None: none), executor and
+    budget (``max_nodes`` instead of ``cfg.max_nodes`` when given; 0: exact)."""
+    cache = SolvedCache(Path(cache_dir) if cache_dir else None)
     labeller = Labeller(
         max_nodes=cfg.max_nodes if max_nodes is None else max_nodes,
         cache=cache,
@@ -44,16 +45,17 @@ def pons_labeller(cfg: PonsConfig, max_nodes: int | None = None):
         tt_log2=cfg.tt_log2,
         run_chunks=chunk_runner(cfg.node),
     )
-    log.info("Solver cache %s: %d positions", cfg.cache_dir, len(cache))
+    log.info("Solver cache %s: %d positions", cache_dir, len(cache))
     with labeller:
         yield labeller
 
 
-def generate_pons_games(params: dict) -> pd.DataFrame:
-    """Games from random openings and epsilon-greedy perfect play, as move strings."""
+def generate_pons_games(params: dict, solver_cache: str | None = None) -> pd.DataFrame:
+    """Games from random openings and epsilon-greedy perfect play, as move strings
+    (``solver_cache``: :func:`pons_labeller`'s ``cache_dir``)."""
     cfg = parse_section("pons", params)
     start = time.perf_counter()
-    with pons_labeller(cfg) as labeller:
+    with pons_labeller(cfg, solver_cache) as labeller:
         games = generate_games(
             cfg.num_games,
             labeller,
@@ -76,11 +78,13 @@ def collect_pons_positions(games: pd.DataFrame, params: dict) -> pd.DataFrame:
     return positions
 
 
-def label_pons_positions(positions: pd.DataFrame, params: dict) -> tuple[pd.DataFrame, dict]:
-    """Analyse every position (all 7 moves) within the budget; unsolved ones are dropped and counted."""
+def label_pons_positions(positions: pd.DataFrame, params: dict,
+                         solver_cache: str | None = None) -> tuple[pd.DataFrame, dict]:  # fmt: skip
+    """Analyse every position (all 7 moves) within the budget; unsolved ones are dropped and
+    counted (``solver_cache``: :func:`pons_labeller`'s ``cache_dir``)."""
     cfg = parse_section("pons", params)
     start = time.perf_counter()
-    with pons_labeller(cfg) as labeller:
+    with pons_labeller(cfg, solver_cache) as labeller:
         scores, ok, stats = labeller.label(
             positions["position"].to_numpy(np.uint64),
             positions["mask"].to_numpy(np.uint64),

@@ -13,7 +13,12 @@ from .nodes import (
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(generate_pons_games, "params:pons", "pons_games", name="generate_pons_games"),
+            Node(
+                generate_pons_games,
+                ["params:pons", "solver_cache"],
+                "pons_games",
+                name="generate_pons_games",
+            ),
             Node(
                 collect_pons_positions,
                 ["pons_games", "params:pons"],
@@ -22,7 +27,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             Node(
                 label_pons_positions,
-                ["pons_candidates", "params:pons"],
+                ["pons_candidates", "params:pons", "solver_cache"],
                 ["pons_labelled", "pons_label_metrics"],
                 name="label_pons_positions",
             ),
