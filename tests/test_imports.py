@@ -82,6 +82,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def write_package(package: Path, files: dict[str, str]) -> Path:
+    """``package`` made of ``files`` (path inside it -> text)."""
+    for path, text in files.items():
+        (package / path).parent.mkdir(parents=True, exist_ok=True)
+        (package / path).write_text(text)
+    return package
+
+
 def test_the_package_has_no_import_cycle():
     graph = import_graph(PACKAGE)
     assert len(graph) > 80 and "connect_zero_pipeline.params.schema" in graph
@@ -91,16 +99,13 @@ def test_the_package_has_no_import_cycle():
 def test_a_cycle_through_a_package_s_init_is_seen(tmp_path):
     # The shape the generation stages had: a stage package's __init__ imports its pipeline,
     # which imports the loop, which imports the stage's nodes: the package again.
-    pkg = tmp_path / "proj"
-    for path, text in {
+    pkg = write_package(tmp_path / "proj", {
         "__init__.py": "",
         "stage/__init__.py": "from .pipeline import make",
         "stage/pipeline.py": "def make():\n    from ..loop import build\n    return build()",
         "stage/nodes.py": "def node(): pass",
         "loop.py": "from .stage.nodes import node\ndef build(): return node",
-    }.items():
-        (pkg / path).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / path).write_text(text)
+    })  # fmt: skip
     assert cycles(import_graph(pkg)) == [["proj.loop", "proj.stage", "proj.stage.pipeline"]]
 
 
@@ -149,16 +154,13 @@ def test_every_import_points_down_the_layers_of_the_architecture():
 
 
 def test_an_import_up_a_layer_is_found(tmp_path):
-    package = tmp_path / "pkg"
-    for path, text in {
+    package = write_package(tmp_path / "pkg", {
         "__init__.py": "",
         "low/__init__.py": "",
         "low/a.py": "def f():\n    from ..high.b import g\n",
         "high/__init__.py": "",
         "high/b.py": "from ..low.a import f\ndef g(): pass\n",
-    }.items():
-        (package / path).parent.mkdir(parents=True, exist_ok=True)
-        (package / path).write_text(text)
+    })  # fmt: skip
     doc = tmp_path / "architecture.md"
     doc.write_text("## 1. Layers\n\n| layer | parts |\n|---|---|\n| 1 | `low/` |\n"
                    "| 2 | `high/` |\n\n## 2. Next\n| 3 | `nothing/` |\n")  # fmt: skip

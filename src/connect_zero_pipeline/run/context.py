@@ -26,7 +26,7 @@ from typing import Any
 from ..common.errors import RunRefused
 from ..common.project import folder_in
 from ..params.schema import RunParams, parse_run_params
-from .ladder import ladder_plan
+from .ladder_plan import ladder_plan
 from .rules import check_resume, final_version
 from .start import recorded, start_point
 
@@ -75,7 +75,7 @@ class RunContext:
     start: dict[str, Any] = field(default_factory=dict)
     """The catalog entry ``start_point`` (:mod:`.start`); ``{}`` without one."""
     ladder: dict[str, Any] = field(default_factory=dict)
-    """The catalog entry ``ladder_plan`` (:mod:`.ladder`); ``{}`` for a run with no ladder."""
+    """The catalog entry ``ladder_plan`` (:mod:`.ladder_plan`); ``{}`` for a run with no ladder."""
     solver_cache: str | None = None
     """The catalog entry ``solver_cache``: ``pons.cache_dir`` resolved in the project (an
     absolute path stays), None for no cache."""

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 START_POINT = "start_point"
 """The catalog entry that hands the nodes the run's start point (:mod:`.start`)."""
 LADDER_PLAN = "ladder_plan"
-"""The catalog entry that hands the ladder's nodes what it plays (:mod:`.ladder`)."""
+"""The catalog entry that hands the ladder's nodes what it plays (:mod:`.ladder_plan`)."""
 SOLVER_CACHE = "solver_cache"
 """The catalog entry that hands the solver's nodes its cache folder (``pons.cache_dir``,
 resolved in the plan)."""
