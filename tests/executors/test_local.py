@@ -124,9 +124,60 @@ except KeyboardInterrupt:
 """
 
 
+INTERRUPTED_WHILE_STARTING = """
+import os
+import signal
+import sys
+from multiprocessing.context import SpawnProcess
+
+from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.executors.local import local_self_play
+from tests.helpers import selfplay_config
+
+start = SpawnProcess.start
+
+
+def interrupted(process):  # a terminal's Ctrl-C that lands while the first worker starts
+    SpawnProcess.start = start
+    os.killpg(os.getpgrp(), signal.SIGINT)
+    start(process)
+
+
+SpawnProcess.start = interrupted
+model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+try:
+    # minutes of self-play a shard: a lost Ctrl-C would leave the run playing them
+    local_self_play(selfplay_config(num_games=4, sims=2, moves_per_gen=40000), model, workers=2)
+except KeyboardInterrupt:
+    print("Interrupted.", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_ctrl_c_that_lands_while_a_worker_starts_is_not_lost():
+    """The run's process keeps its handler while it starts a worker (only SIGINT's mask
+    changes, in the starting thread): a Ctrl-C in that moment stops the run as any other."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO, _as_in_a_terminal
+
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_WHILE_STARTING], cwd=REPO,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
+    try:
+        rest, _ = proc.communicate(timeout=90)  # not the minutes of a played shard
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and rest == "Interrupted.\n", rest[-2000:]
+
+
 def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
     """A terminal's Ctrl-C reaches every process of its group. The workers, still importing
-    torch, stay quiet (they start with SIGINT ignored); only the parent says it was
+    torch, stay quiet (they start with SIGINT blocked); only the parent says it was
     interrupted: no KeyboardInterrupt or BrokenPipe traceback of a worker. And the workers
     play none of the shards they were sent (the generation was given up): the run ends."""
     import os

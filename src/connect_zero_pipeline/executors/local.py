@@ -9,7 +9,7 @@
   processes, each keeping its solver and transposition table between chunks.
 
 Processes are started with ``spawn`` (no forked copies of torch's thread
-pools), with SIGINT ignored until their initializer runs (:func:`spawn_context`). The
+pools), with SIGINT blocked until their initializer runs (:func:`spawn_context`). The
 self-play pool lives as long as the process (a ``kedro run``); the
 solver pool as long as its labeller. Every worker dies with the process that started it,
 even when that one is killed with SIGKILL (:func:`.lifetime.die_with_parent`): no orphan keeps a core
@@ -53,24 +53,29 @@ def init_worker(parent: int) -> None:
     """Process initializer of every worker: it dies with its parent
     (:func:`.lifetime.die_with_parent`)
     and a Ctrl-C ends it at once, quietly: the run's process reports the interrupt. (Before
-    this runs, while the worker imports torch, it ignores SIGINT: :func:`spawn_context`.)"""
+    this runs, while the worker imports torch, SIGINT is blocked: :class:`_QuietStartProcess`;
+    a Ctrl-C that came meanwhile ends it here.)"""
     die_with_parent(parent)
     signal.signal(signal.SIGINT, _exit_quietly)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class _QuietStartProcess(SpawnProcess):
-    """A spawned process that starts with SIGINT ignored.
+    """A spawned process that starts with SIGINT blocked, until :func:`init_worker`.
 
     A terminal's Ctrl-C reaches every process of the run. A worker still importing torch
     would raise KeyboardInterrupt there and print its traceback (170 lines, in rich's
-    format); ignoring SIGINT until :func:`init_worker` sets its quiet handler leaves the
-    interrupt to the run's process alone. An ignored signal stays ignored across ``exec``
-    (and Python then installs no handler of its own), so the parent ignores SIGINT for the
-    moment it starts the process (:func:`_signals_handled`).
+    format); with SIGINT blocked the interrupt waits in the worker until its quiet handler
+    is set, and the run's process alone reports it. A process inherits the signal mask of
+    the thread that starts it, across ``exec`` too, so the starting thread blocks SIGINT for
+    the moment it starts the process (:func:`_sigint_blocked`). The run's process keeps its
+    own handler meanwhile: a Ctrl-C then goes to another of its threads, or waits until the
+    start is done, and is never lost (ignoring SIGINT for the moment, as this once did, lost
+    a Ctrl-C that landed in it).
     """
 
     def start(self) -> None:
-        with _signals_handled(signal.SIG_IGN):
+        with _sigint_blocked():
             return super().start()
 
 
@@ -79,7 +84,7 @@ class _QuietStartContext(SpawnContext):
 
 
 def spawn_context() -> SpawnContext:
-    """``multiprocessing``'s spawn context whose processes ignore a Ctrl-C until their
+    """``multiprocessing``'s spawn context whose processes hold a Ctrl-C back until their
     initializer runs (:class:`_QuietStartProcess`): every pool of this module uses it. It
     starts the resource tracker first (:func:`quiet_resource_tracker`)."""
     quiet_resource_tracker()
@@ -269,6 +274,16 @@ def _interrupt_deferred():
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop a run (``kedro run`` handles both as a stop)."""
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT blocked in this thread for the block (a signal that comes meanwhile waits)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager
