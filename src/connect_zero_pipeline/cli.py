@@ -61,7 +61,6 @@ _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, er
 
 def env_names(conf_source: str | None) -> list[str] | None:
     """The envs of the project's configuration folder (None when it is not a folder)."""
-
     folder = Path(conf_source) if conf_source else in_project(settings.CONF_SOURCE)
     if not folder.is_dir():
         return None
@@ -88,7 +87,6 @@ def check_names(env: str | None, conf_source: str | None, pipelines: list[str]) 
 
 
 def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
-
     wanted = unknown_nodes(error)
     if wanted is None:
         return None
@@ -106,7 +104,6 @@ def _unknown_nodes(error: BaseException, pipelines: list[str]) -> str | None:
 
 
 def _store_error(exc: BaseException) -> str | None:
-
     problem = store_problem(exc)
     if problem == "read-only":
         return store_help(problem, detail="attempt to write a readonly database")
@@ -115,7 +112,6 @@ def _store_error(exc: BaseException) -> str | None:
 
 def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
     """The message for an error that is a user's mistake or the machine's, else None (a bug)."""
-
     for error in _chain(exc):
         if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
             where = f" ({error.filename})" if error.filename else ""
@@ -158,7 +154,6 @@ recipe's runner (``alphazero.overlap``: :mod:`.session.runner`)."""
 def tidy_logs(verbose: bool, stream=None) -> None:
     """Off a terminal, Kedro's rich handler (which wraps at 80 columns there) becomes a plain
     one-record-per-line handler; without ``--verbose``, the per-dataset lines go."""
-
     stream = stream or sys.stdout
     root = logging.getLogger()
     if not stream.isatty():
@@ -218,7 +213,6 @@ def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = T
     (``make resume RUN=<id>``; after an error, "once fixed"; after an interrupt, nothing to
     fix); False, printing nothing, when no run had started. A run whose manifest could not
     record its end is said to be so, with why (it reads as interrupted)."""
-
     run_id = run_of(error)
     if not run_id:
         return False
@@ -261,7 +255,6 @@ class _Stop:
                 os.write(sys.stderr.fileno(), f"{STOPPING}\n".encode())
 
     def __call__(self, signum: int, frame: Any) -> None:
-
         if signum == signal.SIGTERM:
             if self.terminating:
                 os._exit(EXIT_TERMINATED)
@@ -327,7 +320,6 @@ def defer_plugin_commands() -> None:
     :data:`PLUGIN_COMMANDS`' modules in ``sys.modules``: a group listing the plugin's command
     with its words, whose command imports the plugin's module and runs the real one. No
     other plugin, and nothing of the plugin's own, is changed."""
-
     for entry in importlib.metadata.entry_points(group="kedro.project_commands"):
         plugin = re.sub(r"[-_.]+", "-", entry.dist.name).lower() if entry.dist else None
         if plugin not in PLUGIN_COMMANDS or entry.module in sys.modules or not entry.attr:

@@ -117,7 +117,6 @@ def _same_games(backend: str, device: torch.device) -> Iterator[dict]:
     """A tiny generation (24 slots, 12 steps, 8 simulations, the ``tiny`` network) played
     eagerly (torch) and compiled: ``same_actions`` (1: every action, game and ply equal),
     ``max_abs_diff`` of the float columns (targets, values)."""
-
     torch.manual_seed(0)
     model = build_model("tiny")
     cfg = SelfPlayConfig(num_games=24, moves_per_gen=12, mcts=replace(SEARCH, sims=8))

@@ -56,7 +56,6 @@ def _roots(num: int, max_plies: int, seed: int = 0) -> State:
 def _recipe() -> SelfPlayConfig:
     """The project's self-play parameters (the default run's: ``conf/base`` and ``local``,
     when run inside the project), as a :class:`SelfPlayConfig`."""
-
     return section("selfplay")
 
 

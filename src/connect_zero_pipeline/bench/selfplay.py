@@ -101,7 +101,6 @@ def _profile(fn, cuda: bool = False) -> tuple[int, int, int]:
     CUDA kernels; on the CPU the syncs are the calls of :data:`SYNC_OPS` (reads that would
     synchronise on CUDA, and reads of CPU tensors such as a compiled descent's loop counter)
     and the kernels generated-kernel calls plus aten ops."""
-
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415 (torch.profiler: only for a profile)
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

@@ -93,7 +93,6 @@ def _sims(ctx, param, text: str) -> list[int]:
 
 
 def _searches() -> list[str]:
-
     return list(SEARCHES)
 
 
@@ -148,7 +147,6 @@ def _searches() -> list[str]:
 def benchmark(**options) -> None:
     """Score a trained agent (the network alone and MCTS agents) on files of positions in
     Pons' benchmark format, labelled by the perfect solver: a table of the results."""
-
     one_model(options["model"], options["dataset"])
     args = SimpleNamespace(**{**options, "json": options.pop("as_json")})
     finish(run_command(lambda: run(args, sys.stdout, sys.stderr)))

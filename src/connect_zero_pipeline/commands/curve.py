@@ -73,7 +73,6 @@ WRITTEN = (
 
 def _started(project: Path, run_id: str | None) -> float | None:
     """When run ``run_id`` started (its manifest's ``started``), as a POSIX time."""
-
     if run_id is None or run_id not in known_runs(project):
         return None
     started = read_manifest(project, run_id).get("started")
@@ -88,7 +87,6 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     column with no value in any generation (a run made before its metric, or self-play not
     compiled) is left out. ``times``: when each generation's model and scorecard were
     written, seconds since the run started."""
-
     columns = COLUMNS + ([(title, None) for title, _ in WRITTEN] if times else [])
     start = _started(project, run_id) if times else None
     rows = []
@@ -153,7 +151,6 @@ def curve(run_id: str | None, project: Path, times: bool) -> None:
 def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     """Which run a table is about, first: ``Run <id>: alphazero, 24 generations, started ...,
     from <start> (<why this run>)``."""
-
     if run_id is None:
         return "Run: none recorded (data/runs); the newest version of each metric file\n"
     if run_id not in known_runs(project):

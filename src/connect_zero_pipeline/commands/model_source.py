@@ -76,7 +76,6 @@ class NoVersionError(CommandError):
 def _quiet_catalog() -> None:
     """Known third-party warnings (omegaconf's resolver API) and the catalog's per-dataset
     loading lines stay out of a command's output."""
-
     quiet.install()
     quiet.drop_log_records("kedro.io.data_catalog", ["Loading data from"])
 
@@ -124,7 +123,6 @@ def load_catalog_entry(name: str, start: Path | None = None, *, with_version: bo
 
 def latest_version_file(path: Path) -> Path:
     """``path`` itself if a file, else the newest ``<version>/<name>`` inside a versioned folder."""
-
     if path.is_file():
         return path
     if (newest := newest_version(path)) is not None:
@@ -144,7 +142,6 @@ MODEL_FORMS = (
 
 def _run_model(run_id: str):
     """The last generation model of run ``run_id`` of the project around the current folder."""
-
     project = project_root()
     if project is None:
         raise CommandError(f"--model {run_id}: {Path.cwd()} is not inside a Kedro project")
@@ -208,7 +205,6 @@ def resolve_model(model_path: str | None, dataset: str = DEFAULT_MODEL_ENTRY):
 def _described(entry: str, version: str | None, meta: dict) -> str:
     """``latest_model version <v>: run <id>, generation <k>``: which run's model a catalog
     entry's newest version is (its version names the run, or one of its extensions)."""
-
     if version is None:
         return f"catalog entry {entry!r}"
     run_id = run_of_version(project_root() or Path.cwd(), version)
@@ -220,7 +216,6 @@ def _described(entry: str, version: str | None, meta: dict) -> str:
 
 def _registered(uri: str):
     """A registered version of the project's MLflow registry (``models:/name@alias``)."""
-
     project = project_root()
     if project is None:
         raise CommandError(f"{uri}: {Path.cwd()} is not inside a Kedro project (no registry)")

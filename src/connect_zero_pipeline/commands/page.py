@@ -60,7 +60,6 @@ def resolve_page(page_dir: str | None) -> Path:
 
 def _pretrained_page() -> Path:
     """A play page of the shipped pretrained model, built in a temporary folder."""
-
     data = PRETRAINED.read_bytes()
     folder = Path(tempfile.mkdtemp(prefix="connect-zero-play-"))
     interrupts.cleanup(shutil.rmtree, folder, True)  # at exit, Ctrl-C or SIGTERM
@@ -133,7 +132,6 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
         """``/analyze?moves=4453``: what the perfect solver proves of each column's score for
         the side to move, within the node budget (:func:`solver_answer`). Every answer is
         JSON; an error quotes at most 80 characters of the moves (:func:`quote_moves`)."""
-
         if not self.solver_nodes:
             self.send_error(404, "no solver behind this page (play --web --solver-nodes N)")
             return
@@ -172,7 +170,6 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
     def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
         """Answer ``payload`` as UTF-8 JSON with ``status`` and its standard reason phrase
         (never a user's text: ``http.server`` writes the status line as Latin-1)."""
-
         body = json.dumps(payload, ensure_ascii=False).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")

@@ -52,7 +52,6 @@ class _Agent:
     """Greedy policy (``sims == 0``) or batched MCTS (``sims > 0``) on one game."""
 
     def __init__(self, model, sims: int):
-
         self.evaluate_fn = torch_evaluate_fn(model, "cpu")
         self.config = MCTSConfig(sims=sims) if sims > 0 else None
 
@@ -97,7 +96,6 @@ PROMPT = "Your move (1-7, u to undo, q to quit): "
 def _ask(mask: int, undo: bool, stdin: interrupts.LineReader, out) -> int | str | None:
     """A legal 0-based column, ``"undo"`` (when ``undo``), or ``None`` on EOF or 'q';
     re-prompts on bad input."""
-
     while True:
         text = stdin.read_line(PROMPT, out)
         if text is None:  # end of input (Ctrl-D)
@@ -159,7 +157,6 @@ def play_terminal(
 
 def _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out) -> str | None:
     """One game from ``moves``; its final moves, or None when the person quit."""
-
     first = len(moves)  # moves before this point are the given opening: not undone
     while True:
         position, mask = moves_to_bitboards(moves)
@@ -256,7 +253,6 @@ def _port(ctx, param, text: str) -> int:
 )
 def play(web, port, page_dir, model, dataset, sims, human_first, moves, solver_nodes) -> None:
     """Play the trained agent in the terminal, or in the browser with --web."""
-
     one_model(model, dataset)
 
     def body() -> int:

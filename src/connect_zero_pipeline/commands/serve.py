@@ -158,7 +158,6 @@ def _stop(signum, frame) -> None:
 def serve_ui(ui: str, port: int) -> None:
     """Start the MLflow UI or kedro-viz for the project around this folder; its addresses
     are printed last."""
-
     click.get_current_context().exit(serve(ui, port, project_root() or Path.cwd()))
 
 

@@ -50,7 +50,6 @@ from . import finish, max_nodes_option
 @max_nodes_option("Give up on a position")
 def solve(**options) -> None:
     """Solve Connect-4 positions read from standard input, one move string per line."""
-
     if options["weak"] and options["analyze"]:
         raise click.UsageError("--weak and --analyze cannot be combined")
     finish(run(SimpleNamespace(**options), sys.stdin, sys.stdout, sys.stderr))

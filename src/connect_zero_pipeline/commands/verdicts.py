@@ -35,7 +35,6 @@ def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, i
 @functools.lru_cache(maxsize=1)
 def _solver_cache():
     """The project's solver cache (``pons.cache_dir``), read once; None outside a project."""
-
     project, folder = project_root(), PonsConfig().cache_dir
     if project is None or not folder or not (project / folder).is_dir():
         return None

@@ -33,7 +33,6 @@ CONFIG_LOADER_ARGS: dict[str, Any] = {
 
 
 def _project_root() -> str:
-
     return str(in_project("."))
 
 
@@ -63,7 +62,6 @@ def project_config(project: Path, key: str, env: str | None = None) -> dict[str,
     """The merged config ``key`` (``catalog``, ``mlflow``, ...) of the Kedro project at
     ``project``, read as ``kedro run`` reads it (base, then ``env``; None: ``$KEDRO_ENV`` or
     local), without a session: no hooks, no MLflow run."""
-
     with chdir(project):  # the ${cz.project_root:} resolver looks around the current folder
         loader = OmegaConfigLoader(
             conf_source=str(project / "conf"), env=env or os.environ.get("KEDRO_ENV"),

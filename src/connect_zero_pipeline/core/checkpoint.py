@@ -71,7 +71,6 @@ def _why_unreadable(file: str | Path | BinaryIO, exc: Exception) -> str:
     """Why ``torch.load`` could not read ``file``, in one line: empty, not a torch file (what
     it starts with), truncated or damaged; else the first line of torch's own message (its
     ``weights_only`` advice, eight lines, is about files that are torch files)."""
-
     try:
         if isinstance(file, (str, Path)):
             with open(file, "rb") as f:

@@ -187,7 +187,6 @@ class SolverPlayer:
 
     def scores(self, state: State) -> tuple[torch.Tensor, torch.Tensor]:
         """``[B, 7] int16`` move scores (``FULL_COLUMN`` for full columns) and ``[B] bool`` ok."""
-
         pos = state.position.detach().cpu().numpy()  # (B,)
         mask = state.mask.detach().cpu().numpy()  # (B,)
         if self.labeller is not None:

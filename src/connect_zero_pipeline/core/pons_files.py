@@ -53,7 +53,6 @@ def read_pons_file(path: str | Path) -> tuple[pd.DataFrame, list[str]]:
         OSError: the file cannot be read, is larger than :data:`MAX_FILE_BYTES`
             or is not text (the message names the file).
     """
-
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)

@@ -37,7 +37,6 @@ from ..tracking.registry import describe_version, onnx_signature, run_version, v
 def model_requirements() -> list[str]:
     """What serving the ONNX model needs, pinned to this environment's versions: the ONNX
     flavour's own (onnx, onnxruntime) and numpy, as MLflow's inference finds them."""
-
     from mlflow.onnx import get_default_pip_requirements  # noqa: PLC0415 (MLflow: 1.5 s, when the store is used)
 
     return [*get_default_pip_requirements(), f"numpy=={version('numpy')}"]
@@ -55,7 +54,6 @@ _REGISTER_CHATTER = ("already exists. Creating a new version", "Successfully reg
 def _register(model_uri: str, name: str):
     """``mlflow.register_model``, its chatter (:data:`_REGISTER_CHATTER`) replaced by one
     log line; anything else it prints still reaches stderr."""
-
     with contextlib.redirect_stderr(io.StringIO()) as said:
         version = mlflow.register_model(model_uri, name)
     rest = [s for s in said.getvalue().splitlines() if not any(c in s for c in _REGISTER_CHATTER)]
@@ -134,7 +132,6 @@ class RunModelDataset(MlflowModelTrackingDataset):
     def _registered_version(self, client, run, logged):
         """The version of the registered model that ``run`` registered from its logged model
         ``logged`` (None: this save's new one), or None."""
-
         model_id = logged.model_id if logged is not None else self.model_info.model_id
         return run_version(client, self._save_args.get("registered_model_name"),
                            run.info.run_id, model_id)  # fmt: skip

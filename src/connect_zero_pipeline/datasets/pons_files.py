@@ -25,7 +25,6 @@ class PonsFilesDataset(AbstractDataset[None, dict[str, pd.DataFrame]]):
         self.metadata = metadata
 
     def load(self) -> dict[str, pd.DataFrame]:
-
         out = {}
         for name, path in self._filepaths.items():
             try:

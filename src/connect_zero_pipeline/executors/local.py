@@ -101,7 +101,6 @@ def quiet_resource_tracker() -> None:
     about a cleanup that worked: its stderr is the only thing it writes to, and it gets the
     one it starts with.
     """
-
     sys.stderr.flush()
     saved = os.dup(2)
     try:

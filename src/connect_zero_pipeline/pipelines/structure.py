@@ -39,7 +39,6 @@ def reading(params: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _conf_params() -> Mapping[str, Any]:
-
     root = project_root()
     if root is None:
         return {}

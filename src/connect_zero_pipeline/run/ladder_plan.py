@@ -32,7 +32,6 @@ def ladder_plan(root: Path, params: RunParams, solver_cache: str | None) -> dict
     Raises:
         ValueError: naming an unknown run id, registry version or alias.
     """
-
     cfg = params.ladder
     finished = alphazero_runs(root)
     runs = []

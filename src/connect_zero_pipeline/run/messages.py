@@ -20,7 +20,6 @@ def error_text(error: BaseException) -> str:
 
 def error_line(error: BaseException) -> str:
     """An error in one line, as a run's manifest records it."""
-
     if isinstance(error, Terminated):
         return "terminated (SIGTERM)"
     if isinstance(error, KeyboardInterrupt):

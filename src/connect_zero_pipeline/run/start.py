@@ -38,7 +38,6 @@ def partitions(root: Path, view: str, env: str | None = None) -> list[str]:
     """The partition ids of catalog view ``view`` (``model_files``, ``games_files``) of the
     project at ``root``, as its env ``env`` configures it; nothing is read. The view's
     folder, relative in the catalog, is the project's."""
-
     conf = dict(project_config(Path(root), "catalog", env)[view])
     conf["path"] = str(Path(root) / conf["path"])  # an absolute path stays as it is
     return list(DataCatalog.from_config({view: conf}).load(view))
@@ -58,7 +57,6 @@ def resolve(root: Path, ref: str, models: Iterable[str]) -> dict[str, Any]:
         ValueError: naming ``ref``: an unknown run, version or alias, or a model file that is
             not in this project.
     """
-
     generations = _generation_models(models)
     if ref.startswith(REGISTRY_PREFIX):
         name, version = parse_model_uri(ref)

@@ -110,7 +110,6 @@ class PipelineShapeHook:
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
-
         try:
             check_shape(dict(context.config_loader["parameters"]))
         except ValueError as exc:

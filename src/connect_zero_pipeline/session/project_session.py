@@ -93,12 +93,10 @@ class ProjectSession(KedroSession):
         return dict(session_config(self)["parameters"])
 
     def load_context(self):
-
         with reading(self.parameters()):  # its checks see the parameters the run builds from
             return super().load_context()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-
         params = self.parameters()
         root = Path(self.store["project_path"])
         try:
@@ -127,14 +125,12 @@ class ProjectSession(KedroSession):
     @staticmethod
     def _remove_dead_semaphores() -> None:
         """What a run killed with its whole process group left in ``/dev/shm`` goes now."""
-
         removed = remove_dead_semaphores()
         if removed:
             log.info("Removed %d semaphores in /dev/shm that a stopped run left behind",
                      len(removed))  # fmt: skip
 
     def _prepare_store(self, root: Path) -> None:
-
         try:
             mlflow_conf = session_config(self)["mlflow"]
         except Exception:  # no mlflow.yml: kedro-mlflow's defaults, nothing to prepare
@@ -146,7 +142,6 @@ class ProjectSession(KedroSession):
         once, so after Kedro's own call this does nothing), then record the failure in the
         manifest; returns why it could not be, if it could not. A hook that fails (the
         MLflow store is unreachable) is logged and the others still run."""
-
         for hook in (*self._run_hooks, *settings.HOOKS):
             method = getattr(hook, "on_pipeline_error", None)
             if method is None:
@@ -170,7 +165,6 @@ def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
     """The runner a run uses: the one ``kedro run --runner`` named, else the recipe's
     (:func:`.session.runner.recipe_runner`: ``kedro run`` without ``--runner`` passes a
     :class:`.session.runner.RecipeRunner`, a direct ``session.run()`` none)."""
-
     if runner is None:
         return recipe_runner(params)
     if type(runner) is RecipeRunner:
@@ -181,7 +175,6 @@ def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
 def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
     """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
     they do not hold (``params`` are the run's, already validated by :func:`.run.plan`)."""
-
     asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
     if not asked:
         return

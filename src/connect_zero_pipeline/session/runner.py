@@ -52,7 +52,6 @@ class RecipeRunner(SequentialRunner):
 def recipe_runner(params: dict[str, Any], is_async: bool = False):
     """The runner of the recipe in ``params`` (a run's merged parameters):
     :class:`OverlapRunner` with ``alphazero.overlap``, else ``SequentialRunner``."""
-
     if section_of(params, "alphazero").overlap:
         return OverlapRunner()  # threads: Kedro's async loading does not apply
     return SequentialRunner(is_async=is_async)

@@ -34,7 +34,6 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.config import values
-from ..core.ratings import ratings_table
 from ..params.schema import parse_section
 from ..run.manifest import generation_metrics
 from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_version
@@ -226,7 +225,6 @@ def _agent_order(agent: str) -> tuple[int, int]:
 def recipe_changes(params: dict[str, Any]) -> list[str]:
     """The recipe keys (:data:`RECIPE_SECTIONS`, ``node`` keys aside) whose value in the
     run's parameters is not the default's."""
-
     changed = []
     for section in RECIPE_SECTIONS:
         now = values(parse_section(section, params.get(section)))
@@ -239,7 +237,6 @@ def recipe_changes(params: dict[str, Any]) -> list[str]:
 def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
     """The version of the registered model that the run with MLflow parent ``mlflow_run_id``
     made, and whether it is the champion (None when it registered none)."""
-
     try:
         version = run_version(client, REGISTERED_MODEL, mlflow_run_id)
         if version is None:
@@ -253,8 +250,9 @@ def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
 
 
 def _ratings(catalog) -> list[str] | None:
-
     try:
+        from ..core.ratings import ratings_table  # noqa: PLC0415 (.core.ratings imports numpy: not before a run is planned)
+
         return ratings_table(catalog.load("ladder_ratings"))
     except Exception as exc:  # the summary goes on without it
         log.warning("No ratings in the summary: %s", exc)
@@ -271,7 +269,6 @@ def _note(label: str, path: str) -> str:
 
 def _path(dataset) -> str | None:
     """The file a (pinned) catalog dataset reads, relative to the current folder if below it."""
-
     found = load_path(dataset)
     if found is None:
         return None

@@ -131,7 +131,6 @@ def check_writable(db: Path) -> None:
     Raises:
         RunRefused: with :func:`store_help`'s paragraph.
     """
-
     if not db.exists():
         folder = next((p for p in [db.parent, *db.parent.parents] if p.exists()), db.parent)
         if not os.access(folder, os.W_OK):
@@ -287,7 +286,6 @@ def runs_view() -> tuple[str, str]:
     headline metrics (:data:`.common.naming.HEADLINE`) as its first columns, in order, where the
     UI's own default shows no metric column. The UI opens it from the address
     :func:`ui_url` prints; its "Override saved view" keeps it as the user's own."""
-
     columns = [f"metrics.`{key}`" for key, _ in HEADLINE]
     state = {"selectedColumns": columns, "columnOrder": columns}
     return _SHARED_VIEW_TAG + RUNS_VIEW, json.dumps(state)

@@ -117,7 +117,6 @@ def solver_labeller(cfg: LadderConfig, where: str | None):
     default). Anchors with a node budget analyse in this process instead: a cached exact
     analysis would make them stronger than their budget, and an anchor must stay the same
     player from ladder to ladder."""
-
     cache = SolvedCache(Path(where) if where else None)
     log.info("Ladder: the solver anchors analyse through %s (%d positions)", where, len(cache))
     return Labeller(max_nodes=0, cache=cache, chunk_size=1,
@@ -273,6 +272,5 @@ def publish_ratings(ratings: pd.DataFrame, plot_png: bytes, params: dict) -> Non
     child run, the tag ``ladder.elo`` on each rated registered version, the table and the
     plot (``plot_png``: the catalog's ``ladder_plot``, as :func:`rate_players` drew it) on
     this run, and the ``champion`` alias when ``move_champion``."""
-
     cfg = parse_section("ladder", params)
     publish_ladder(ratings, plot_png, move_champion=cfg.move_champion)
