@@ -156,7 +156,6 @@ def test_the_port_of_a_server_of_this_store_is_found_from_its_command_line(tmp_p
     nothing once it is gone."""
     import subprocess
     import sys
-    import time
 
     from connect_zero_pipeline.tracking.store import serving_port
 
@@ -164,21 +163,20 @@ def test_the_port_of_a_server_of_this_store_is_found_from_its_command_line(tmp_p
     fake.parent.mkdir()
     # It says when it runs: a process's command line is empty in /proc until its exec ends,
     # which can be after Popen returns.
-    fake.write_text("import pathlib, time\npathlib.Path('../running').touch()\ntime.sleep(60)\n")
+    fake.write_text("import time\nprint('running', flush=True)\ntime.sleep(60)\n")
     project = tmp_path / "project"
     project.mkdir()
     argv = [sys.executable, str(fake), "ui", "--backend-store-uri", "sqlite:///mlflow.db",
             "--host", "127.0.0.1", "--port", "5123"]  # fmt: skip
-    server = subprocess.Popen(argv, cwd=project)
+    server = subprocess.Popen(argv, cwd=project, stdout=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not (tmp_path / "running").exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert server.stdout.readline() == "running\n"
         assert serving_port(project / "mlflow.db") == 5123
         assert serving_port(tmp_path / "mlflow.db") is None  # another store
     finally:
         server.kill()
         server.wait()
+        server.stdout.close()
     assert serving_port(project / "mlflow.db") is None
 
 

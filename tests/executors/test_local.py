@@ -97,15 +97,19 @@ def test_a_ctrl_c_ends_a_worker_at_once_and_quietly():
     assert not mine.poll()
 
 
-STARTING_WORKERS = """
+SELF_PLAY = """
+import os
+import signal
 import sys
-import torch
+from multiprocessing.context import SpawnProcess
+
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.executors import local
 from connect_zero_pipeline.executors.local import local_self_play
 from tests.helpers import selfplay_config
 
 start = local._QuietStartProcess.start
+spawn = SpawnProcess.start
 
 
 def announced(process):  # a line as each worker process is started (it then imports torch)
@@ -113,65 +117,43 @@ def announced(process):  # a line as each worker process is started (it then imp
     print("worker started", flush=True)
 
 
-local._QuietStartProcess.start = announced
-model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
-try:
-    # minutes of self-play a shard: a worker that played its shard would outlast the test
-    local_self_play(selfplay_config(num_games=4, sims=2, moves_per_gen=40000), model, workers=2)
-except KeyboardInterrupt:
-    print("Interrupted.", flush=True)
-    sys.exit(130)
-"""
-
-
-INTERRUPTED_WHILE_STARTING = """
-import os
-import signal
-import sys
-from multiprocessing.context import SpawnProcess
-
-from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.executors.local import local_self_play
-from tests.helpers import selfplay_config
-
-start = SpawnProcess.start
-
-
 def interrupted(process):  # a terminal's Ctrl-C that lands while the first worker starts
-    SpawnProcess.start = start
+    SpawnProcess.start = spawn
     os.killpg(os.getpgrp(), signal.SIGINT)
-    start(process)
+    spawn(process)
 
 
-SpawnProcess.start = interrupted
-model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+{patch}
+model = build_model({{"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8}})
 try:
-    # minutes of self-play a shard: a lost Ctrl-C would leave the run playing them
-    local_self_play(selfplay_config(num_games=4, sims=2, moves_per_gen=40000), model, workers=2)
+    local_self_play(selfplay_config(num_games=4, sims=2, moves_per_gen={moves}), model, workers=2)
 except KeyboardInterrupt:
     print("Interrupted.", flush=True)
     sys.exit(130)
+print("Played.", flush=True)
 """
 
 
-def test_a_ctrl_c_that_lands_while_a_worker_starts_is_not_lost():
-    """The run's process keeps its handler while it starts a worker (only SIGINT's mask
-    changes, in the starting thread): a Ctrl-C in that moment stops the run as any other."""
-    import os
-    import signal
+def _self_play_in_a_terminal(patch: str, moves: int):
+    """``SELF_PLAY`` with ``patch`` and ``moves`` a shard, in a process group of its own as a
+    terminal starts it; its output and errors in one stream."""
     import subprocess
     import sys
 
     from tests.helpers import REPO, _as_in_a_terminal
 
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_WHILE_STARTING], cwd=REPO,
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    script = SELF_PLAY.format(patch=patch, moves=moves)
+    return subprocess.Popen([sys.executable, "-c", script], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
-    try:
-        rest, _ = proc.communicate(timeout=90)  # not the minutes of a played shard
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_ctrl_c_that_lands_while_a_worker_starts_is_not_lost():
+    """The run's process keeps its handler while it starts a worker (only SIGINT's mask
+    changes, in the starting thread): a Ctrl-C in that moment stops the run as any other.
+    A shard is a few moves: a lost Ctrl-C lets the run play them and say so."""
+    proc = _self_play_in_a_terminal("SpawnProcess.start = interrupted", moves=8)
+    rest, _ = proc.communicate()
     assert proc.returncode == 130 and rest == "Interrupted.\n", rest[-2000:]
 
 
@@ -182,14 +164,9 @@ def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
     play none of the shards they were sent (the generation was given up): the run ends."""
     import os
     import signal
-    import subprocess
-    import sys
 
-    from tests.helpers import REPO, _as_in_a_terminal
-
-    proc = subprocess.Popen([sys.executable, "-c", STARTING_WORKERS], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=_as_in_a_terminal)  # fmt: skip
+    # minutes of self-play a shard: a worker that played its shard would outlast the test
+    proc = _self_play_in_a_terminal("local._QuietStartProcess.start = announced", moves=40000)
     try:
         # Both workers started, and importing torch: the Ctrl-C lands in their start-up.
         assert [proc.stdout.readline() for _ in range(2)] == ["worker started\n"] * 2

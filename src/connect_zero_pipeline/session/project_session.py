@@ -52,7 +52,6 @@ from ..run.hook import RunLife
 from ..run.liveness import remove_dead_semaphores
 from ..tracking.store import prepare_store, store_line
 from .runner import RecipeRunner, recipe_runner
-from .summary import RunSummaryHook
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +80,10 @@ class ProjectSession(KedroSession):
 
     def _register_run_hooks(self) -> None:
         """The run's own hooks, once it is planned: its record, its MLflow children and its
-        summary (their modules import MLflow: a run refused by its plan never does)."""
-        from .generation_runs import GenerationRunsHook  # noqa: PLC0415 (.generation_runs imports MLflow)
+        summary (imported here: their modules import MLflow and numpy, which a run refused by
+        its plan never loads)."""
+        from .generation_runs import GenerationRunsHook  # noqa: PLC0415 (imports MLflow: after the plan)
+        from .summary import RunSummaryHook  # noqa: PLC0415 (imports numpy: after the plan)
 
         self._run_hooks = (GenerationRunsHook(self.life), RunSummaryHook(self.life))
         for hook in (self.life, *self._run_hooks):

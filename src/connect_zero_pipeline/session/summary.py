@@ -34,6 +34,7 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.config import values
+from ..core.ratings import ratings_table
 from ..params.schema import parse_section
 from ..run.manifest import generation_metrics
 from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_version
@@ -251,8 +252,6 @@ def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
 
 def _ratings(catalog) -> list[str] | None:
     try:
-        from ..core.ratings import ratings_table  # noqa: PLC0415 (.core.ratings imports numpy: not before a run is planned)
-
         return ratings_table(catalog.load("ladder_ratings"))
     except Exception as exc:  # the summary goes on without it
         log.warning("No ratings in the summary: %s", exc)
