@@ -154,14 +154,3 @@ def test_merging_duplicates_averages_the_targets_of_each_distinct_board():
     assert z[0].item() == pytest.approx(0.0)
     plain, _, _ = games_to_tensors([table], mirror=True)
     assert plain.shape[0] == 10
-
-
-def test_float32_products_use_tensor_cores_on_cuda_only():
-    from connect_zero_pipeline.core.device import tensor_cores
-
-    before = torch.get_float32_matmul_precision()
-    with tensor_cores("cuda"):  # the flag alone: no GPU needed to set it
-        assert torch.get_float32_matmul_precision() == "high"
-    assert torch.get_float32_matmul_precision() == before
-    with tensor_cores(torch.device("cpu")):
-        assert torch.get_float32_matmul_precision() == before

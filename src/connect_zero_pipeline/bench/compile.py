@@ -37,7 +37,7 @@ import torch
 
 from ..core.bitboard import play
 from ..core.config.selfplay import SEARCH, SelfPlayConfig
-from ..core.device import resolve_device
+from ..core.device import resolve_device, use_tensor_cores
 from ..core.models import build_model
 from ..core.search.compiled import compile_backend, compile_setting, compiled_search, network
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
@@ -68,6 +68,7 @@ def run(args) -> Iterator[dict]:
     backend = getattr(args, "compile", None) or compile_backend("on")
     if device.type == "cpu":
         torch.set_num_threads(selfplay.node.num_threads or DEFAULT_NUM_THREADS)
+    use_tensor_cores([device])  # as a run's process on CUDA (core/device.py)
     torch.manual_seed(0)
     model = build_model(spec.config())
     evaluate_fn = network(model, device)

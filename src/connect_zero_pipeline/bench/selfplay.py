@@ -58,7 +58,7 @@ import torch
 
 from ..core.bitboard import play
 from ..core.config.search import MCTSConfig
-from ..core.device import resolve_device
+from ..core.device import resolve_device, use_tensor_cores
 from ..core.inference import torch_evaluate_fn
 from ..core.models import build_model
 from ..core.search.compiled import CompiledSearch, network
@@ -142,6 +142,7 @@ def run(args) -> Iterator[dict]:
     preset = getattr(args, "model", None) or "tiny"
     if device.type == "cpu":
         torch.set_num_threads(DEFAULT_NUM_THREADS)  # as self_play runs the recipe
+    use_tensor_cores([device])  # as a run's process on CUDA (core/device.py)
     torch.manual_seed(0)
     model = build_model(preset).eval().to(device)
     ways = [("host_sync", True), ("device", False)] + ([("compiled", False)] * (backend != "off"))

@@ -1,8 +1,24 @@
-"""Where tensors live and how torch runs there: the device a setting names, tensor cores on
-CUDA, torch's thread count for a block."""
+"""Where tensors live and how torch runs there: the device a setting names, and torch's
+process-wide state, set where a process starts, or guarded where threads share it.
+
+Threads of one process (an overlapped run's nodes: ``session.runner.OverlapRunner``) share
+whatever torch keeps per process. This module holds each such setting the project touches,
+with its rule:
+
+- **float32 precision** (:func:`use_tensor_cores`): set once, where a process that computes
+  on CUDA starts (a run, a Ray actor, a benchmark), never around a node, so that no thread
+  can flip it under another;
+- **the exporters** (:func:`exporting`): torch's ONNX exporters keep process-global state
+  (the TorchScript one its ``GLOBALS.in_onnx_export`` flag, both of them the warning filters
+  and loggers they quieten), so every export of the project holds one lock;
+- **intra-op threads** (:func:`torch_threads`): set around a block. With torch's OpenMP
+  backend (the CPU wheels) the count is each thread's own once the thread has run a parallel
+  op, so an overlapped node's setting does not reach another node's thread.
+"""
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import torch
@@ -23,25 +39,42 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
+MATMUL_PRECISION = "high"
+"""torch's float32 matrix-product precision in a process that computes on CUDA: ``high``
+lets them run as TF32 on tensor cores (convolutions already do: cuDNN's default)."""
+
+
+def use_tensor_cores(devices) -> bool:
+    """Let float32 matrix products run on tensor cores (TF32, :data:`MATMUL_PRECISION`) for
+    the rest of this process when any of ``devices`` (device names or ``torch.device``\\ s:
+    ``auto`` resolves) is CUDA; nothing otherwise (on the CPU the setting would reach
+    oneDNN's products). Called once where a process that computes starts, never around a
+    block: the setting is the process's, shared by its threads. Returns whether it was set."""
+    if not torch.cuda.is_available():
+        return False
+    if not any(resolve_device(d).type == "cuda" for d in devices):
+        return False
+    torch.set_float32_matmul_precision(MATMUL_PRECISION)
+    return True
+
+
+_EXPORTER = threading.Lock()
+
+
 @contextmanager
-def tensor_cores(device: torch.device | str):
-    """Run a block with float32 matrix products on tensor cores on CUDA (TF32:
-    ``torch.set_float32_matmul_precision("high")``, then restored); unchanged elsewhere."""
-    if torch.device(device).type != "cuda":
+def exporting():
+    """Hold the process's one ONNX export lock for a block that calls ``torch.onnx.export``
+    (either exporter): two exports at once in threads of one process corrupt each other's
+    state (``AssertionError: GLOBALS.in_onnx_export must be False``) and the warning filters
+    each sets and restores."""
+    with _EXPORTER:
         yield
-        return
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(previous)
 
 
 @contextmanager
 def torch_threads(num_threads: int | None):
     """Run a block with ``torch.set_num_threads(num_threads)`` (``None`` or 0: unchanged), then
-    restore."""
+    restore (module docstring: per thread under OpenMP)."""
     previous = torch.get_num_threads()
     if num_threads:
         torch.set_num_threads(int(num_threads))

@@ -46,6 +46,7 @@ from torch import nn
 from .bitboard import initial_state, play, random_legal_actions, to_boards
 from .board import HEIGHT, WIDTH
 from .config.export import DEFAULT_OPSET, INPUT_NAME, MIN_OPSET, OUTPUT_NAMES
+from .device import exporting
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ def _graph(wrapper: nn.Module, config: Any, opset: int, folder: Path | None) -> 
             _GRAPHS[key] = path.read_bytes()
             return _GRAPHS[key]
     example = torch.zeros(2, HEIGHT, WIDTH, dtype=torch.int8)  # (2, 6, 7); B=1 would specialise
-    with _quiet_exporter(), torch.no_grad():
+    with exporting(), _quiet_exporter(), torch.no_grad():  # one export at a time: device.py
         program = torch.onnx.export(
             wrapper,
             (example,),

@@ -28,6 +28,7 @@ from torch import nn
 
 from .board import HEIGHT, WIDTH
 from .config.search import BACKENDS
+from .device import exporting
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,13 @@ def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None
 
 
 def onnx_bytes_for_inference(model: nn.Module) -> bytes:
-    """The model as an ONNX graph (TorchScript exporter, opset 17, dynamic batch)."""
+    """The model as an ONNX graph (TorchScript exporter, opset 17, dynamic batch), under the
+    process's export lock (:func:`~.device.exporting`: an overlapped run's scorecard and
+    self-play build theirs at the same moment)."""
     net = copy.deepcopy(model).cpu().eval()
     example = torch.zeros(2, HEIGHT, WIDTH, dtype=torch.int8)
     buf = io.BytesIO()
-    with warnings.catch_warnings(), torch.no_grad():
+    with exporting(), warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and trace notes
         torch.onnx.export(
             net,

@@ -49,7 +49,7 @@ from .bitboard import BOARD_MASK, State, initial_state, legal_mask, play, reset_
 from .board import NUM_CELLS, WIDTH
 from .config.search import MCTSConfig
 from .config.selfplay import SelfPlayConfig, games_per_slot
-from .device import tensor_cores, torch_threads
+from .device import torch_threads
 from .inference import EvaluateFn, make_evaluate_fn
 from .progress import progress_bar
 from .search.base import SearchInputs, win_value
@@ -236,7 +236,7 @@ def self_play(
     elif model is not None:
         evaluate_fn = make_evaluate_fn(model, device, backend)
     compiling = program.counters.compile_seconds if program is not None else 0.0
-    with torch_threads(num_threads), tensor_cores(device):
+    with torch_threads(num_threads):
         table = _play(cfg, evaluate_fn, slots, generation, device, progress, program)
     if stats is not None:
         stats["compile_s"] = (program.counters.compile_seconds - compiling) if program else 0.0

@@ -33,7 +33,7 @@ from torch import nn
 
 from .bitboard import State, to_boards
 from .config.training import TrainConfig
-from .device import tensor_cores, torch_threads
+from .device import torch_threads
 from .progress import progress_bar as _bar
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ def train_model(
         steps = _bar(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
     perm = torch.randperm(n, generator=gen).to(device)
-    with torch_threads(num_threads), tensor_cores(device):
+    with torch_threads(num_threads):
         for step in steps:
             k = step % steps_per_epoch
             if k == 0 and step:

@@ -38,6 +38,7 @@ import pandas as pd
 from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.config import check, is_int
 from ..core.config.selfplay import SelfPlayConfig
+from ..core.device import use_tensor_cores
 from ..core.inference import make_evaluate_fn
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
@@ -96,6 +97,7 @@ class _SelfPlayWorker:
         else:
             raise RuntimeError(f"node.device is {node.device!r}, but this Ray actor has no GPU: "
                                "set ray.num_gpus, or device: auto")  # fmt: skip
+        use_tensor_cores([self.device])  # the actor's process, as a run's (core/device.py)
         self.node = node
         self._model = None
         self._weights_id = None

@@ -26,6 +26,7 @@ from typing import Any, get_type_hints
 from ..common.naming import RESUME_KEY
 from ..core.config import field_default, from_params, unknown_key_error
 from ..core.config.models import ModelSpec
+from ..executors.settings import NodeSettings
 from .alphazero import AlphaZeroConfig
 from .baselines import BaselineMatchConfig
 from .evaluate import EvaluateParams
@@ -118,6 +119,16 @@ def parse_run_params(params: Mapping[str, Any]) -> RunParams:
         )
     sections = {section: parse_section(section, params.get(section)) for section in SCHEMA}
     return RunParams(**sections, resume=resume)
+
+
+def node_settings(value: Any) -> list[NodeSettings]:
+    """Every :class:`~..executors.settings.NodeSettings` in ``value`` (a :class:`RunParams`,
+    or any section): each stage's ``node`` key, nested sections' too (``reinforce.train``)."""
+    if isinstance(value, NodeSettings):
+        return [value]
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return []
+    return [s for f in dataclasses.fields(value) for s in node_settings(getattr(value, f.name))]
 
 
 def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:

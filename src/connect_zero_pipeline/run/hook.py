@@ -22,6 +22,7 @@ from kedro.framework.hooks import hook_impl
 
 from ..common.errors import NothingToDo
 from ..common.naming import pipeline_names
+from ..params.schema import node_settings
 from . import manifest as manifests  # looked up at each call (the fault sweep wraps them)
 from .context import RunContext, advance, thaw
 from .liveness import this_process
@@ -77,6 +78,7 @@ class RunLife:
                         else f"every output of the {len(pipeline.nodes)} nodes exists")  # fmt: skip
                 raise NothingToDo(f"Nothing to do: {what}; nothing was run or written.")
         self._attempt_start = time.perf_counter()
+        self._process_settings(run)
         record = self._manifest(run, run_params)
         self.context = advance(run, "claimed", manifest=record)  # fail() records a failed write
         if run.is_resume:
@@ -97,6 +99,16 @@ class RunLife:
         self.context = advance(run, "pinned")
         log.info("Run %s: %d versioned outputs read and written at this version",
                  run.run_id, pinned)  # fmt: skip
+
+    @staticmethod
+    def _process_settings(run: RunContext) -> None:
+        """What a run sets once for its whole process, before its first node: float32
+        products on tensor cores when a stage computes on CUDA (never per node: an
+        overlapped run's nodes share the process, ``core/device.py``)."""
+        from ..core.device import use_tensor_cores  # noqa: PLC0415 (torch: for the nodes, not the refusals before)
+
+        if use_tensor_cores([node.device for node in node_settings(run.sections)]):
+            log.info("Run %s: float32 products on CUDA run as TF32 (tensor cores)", run.run_id)
 
     @staticmethod
     def _manifest(run: RunContext, run_params: dict) -> dict[str, Any]:

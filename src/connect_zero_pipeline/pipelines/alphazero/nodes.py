@@ -31,7 +31,7 @@ from torch import nn
 
 from ...common.naming import generation_name
 from ...core.config import mix_seed
-from ...core.device import resolve_device, tensor_cores
+from ...core.device import resolve_device
 from ...core.evaluation import evaluate_candidate, previous_match
 from ...core.inference import make_evaluate_fn
 from ...core.models import build_model, count_parameters
@@ -230,9 +230,8 @@ def gate_generation(
     generation's model (the candidate if it scores ``gate_threshold``, else the previous
     model) and the match's figures (``previous.*``, ``gate.*``) for the scorecard."""
     cfg, device, evaluator = _agents(params)
-    with tensor_cores(device):
-        match = previous_match(evaluator(candidate), evaluator(previous), cfg,
-                               generation=generation, device=device)  # fmt: skip
+    match = previous_match(evaluator(candidate), evaluator(previous), cfg,
+                           generation=generation, device=device)  # fmt: skip
     accepted = bool(match["gate.accepted"])
     log.info("Generation %d: vs previous %.3f -> %s", generation, match["gate.score"],
              "accepted" if accepted else "rejected, keeping the previous model")  # fmt: skip
@@ -281,11 +280,10 @@ def _scorecard(candidate, positions, public_sets, params, generation, *, previou
         for name, table in public_sets.groupby(SET_COLUMN, sort=False)
     }
     start = time.perf_counter()
-    with tensor_cores(device):
-        metrics = evaluate_candidate(
-            candidate, evaluator(candidate), positions, sets, cfg, generation=generation,
-            device=device, match=match, old_fn=None if previous is None else evaluator(previous),
-        )  # fmt: skip
+    metrics = evaluate_candidate(
+        candidate, evaluator(candidate), positions, sets, cfg, generation=generation,
+        device=device, match=match, old_fn=None if previous is None else evaluator(previous),
+    )  # fmt: skip
     metrics[EVALUATE_SECONDS] = time.perf_counter() - start
     log.info(
         "Generation %d: solver acc %.3f, ce %.3f | vs RandomPunisher: policy %.3f, mcts %.3f | "
