@@ -209,3 +209,43 @@ def test_on_cuda_compiled_self_play_plays_the_eager_games():
     eager = self_play(sp, model=model, device=cuda, compile="off")
     compiled = self_play(sp, model=model, device=cuda, compile="on")
     assert compiled["action"].equals(eager["action"]) and compiled["game"].equals(eager["game"])
+
+
+class _FakeStream:
+    def wait_stream(self, _other) -> None:
+        pass
+
+
+def test_a_failed_cuda_graph_capture_runs_the_search_compiled_without_it(monkeypatch, caplog):
+    """The capture's CUDA calls stood in for on the CPU, the capture itself raising: the move
+    is the eager search's, one warning says so, and no later move tries to capture."""
+    import contextlib
+
+    calls = {"capture": 0}
+
+    @contextlib.contextmanager
+    def failing_capture(_graph):
+        calls["capture"] += 1
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(torch.cuda, "Stream", _FakeStream)
+    monkeypatch.setattr(torch.cuda, "current_stream", _FakeStream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda _s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", object)
+    monkeypatch.setattr(torch.cuda, "graph", failing_capture)
+    state = _mixed_batch()
+    gumbel = torch.randn(state.batch_size, 7)
+    cfg = MCTSConfig(sims=4, search="gumbel")
+    program = CompiledSearch(cfg, backend="eager", cuda_graph=True)
+    with caplog.at_level("WARNING", logger="connect_zero_pipeline.core.search.compiled"):
+        first = program(state, pure_fn, gumbel=gumbel)
+        again = program(state, pure_fn, gumbel=gumbel)
+    eager = search(state, pure_fn, cfg, gumbel=gumbel, host_sync=False)
+    for result in (first, again):
+        assert torch.equal(result.visit_counts, eager.visit_counts)
+        assert torch.equal(result.action, eager.action)
+    warned = [r.getMessage() for r in caplog.records if "capture" in r.getMessage()]
+    assert len(warned) == 1 and "runs compiled without it" in warned[0], warned
+    assert "operation not permitted" in warned[0]
+    assert calls["capture"] == 1 and program.counters.replays == 0 and not program.cuda_graph

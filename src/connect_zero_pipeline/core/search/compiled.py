@@ -201,10 +201,11 @@ class CompiledSearch:
         try:
             result = captured(state, inputs)
         except RuntimeError as exc:  # a capture that fails costs speed, never the run
-            if captured.graph is not None:
+            if captured.graph is not None:  # a replay of a whole capture failed: an error
                 raise
+            del self._captured[key]
             log.warning("CUDA graph capture of the search failed (%s); it runs compiled "
-                        "without it", str(exc).splitlines()[0])  # fmt: skip
+                        "without it", (str(exc).splitlines() or [type(exc).__name__])[0])  # fmt: skip
             self.cuda_graph = False
             with torch.no_grad():
                 return self._search(state, evaluate_fn, inputs)
@@ -241,16 +242,7 @@ class _Captured:
     def __call__(self, state: State, inputs: SearchInputs) -> SearchResult:
         given = [state.position, state.mask, state.ply, *inputs]
         if self.graph is None:
-            self.static = [None if x is None else x.clone() for x in given]
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                for _ in range(2):  # compiles, allocates, warms up cuBLAS/cuDNN
-                    self._run(*self.static)
-            torch.cuda.current_stream().wait_stream(stream)
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                self.out = self._run(*self.static)
+            self._capture(given)
         for dst, src in zip(self.static, given, strict=True):
             if dst is not None:
                 dst.copy_(src)
@@ -258,6 +250,21 @@ class _Captured:
         out = self.out
         return SearchResult(out.visit_counts.clone(), out.root_value.clone(), out.tree,
                             out.action_weights.clone(), out.action.clone())  # fmt: skip
+
+    def _capture(self, given: list) -> None:
+        """Warm up, then capture one move; ``graph`` is set only once a capture is whole, so a
+        capture that raises leaves it None (the caller then runs the move uncaptured)."""
+        static = [None if x is None else x.clone() for x in given]
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # compiles, allocates, warms up cuBLAS/cuDNN
+                self._run(*static)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = self._run(*static)
+        self.static, self.out, self.graph = static, out, graph
 
 
 @dataclass
