@@ -137,3 +137,46 @@ def test_the_recipe_names_the_runner_unless_the_command_line_does():
     assert isinstance(chosen_runner(None, {"alphazero": {"overlap": True}}), OverlapRunner)
     with pytest.raises(ValueError, match="alphazero.overlap must be true or false, got 'yes'"):
         recipe_runner({"alphazero": {"overlap": "yes"}})
+
+
+def test_scorecards_run_one_at_a_time_beside_the_loop_the_newest_first():
+    """The loop's three generations finish while the first scorecard runs: the other two wait
+    for it (never two at once), then the newest generation's goes first."""
+    lock, state = threading.Lock(), {"running": 0, "most": 0}
+    started: list[int] = []
+    loop_done = threading.Event()
+
+    def loop(k):
+        def run(_x):
+            if k == 3:
+                loop_done.set()
+            return k
+
+        return run
+
+    def scorecard(k):
+        def run(_model):
+            with lock:
+                state["running"] += 1
+                state["most"] = max(state["most"], state["running"])
+                started.append(k)
+            if k == 1:  # the loop ends meanwhile: both later scorecards are queued
+                assert loop_done.wait(10)
+                time.sleep(0.3)
+            time.sleep(0.05)
+            with lock:
+                state["running"] -= 1
+            return k
+
+        return run
+
+    nodes = []
+    for k in (1, 2, 3):
+        before = "start" if k == 1 else f"gen_{k - 1:03d}.model"
+        nodes += [Node(loop(k), before, f"gen_{k:03d}.model", name="train",
+                       namespace=f"gen_{k:03d}"),
+                  Node(scorecard(k), f"gen_{k:03d}.model", f"gen_{k:03d}.eval_metrics",
+                       name="evaluate", namespace=f"gen_{k:03d}")]  # fmt: skip
+    OverlapRunner(max_workers=4).run(Pipeline(nodes), _catalog())
+    assert state["most"] == 1
+    assert started == [1, 3, 2]

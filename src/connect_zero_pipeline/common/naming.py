@@ -37,6 +37,9 @@ EVAL_STAGE = "eval"
 """The evaluation stage of a generation or chunk (``gen_003.eval_metrics``)."""
 UNPREFIXED_STAGES = (EVAL_STAGE,)
 """Stages whose metric keys are logged without the stage prefix (``solver.acc``)."""
+SCORECARD_NODE = "evaluate"
+"""The node that makes a step's scorecard (``gen_003.evaluate``, ``rf_002.evaluate``): off the
+loop's path, and one at a time beside it (``session.runner.OverlapRunner``)."""
 MODEL_OUTPUTS = ("model", "candidate")
 """Outputs of a step namespace that are networks (logged as MLflow artifacts)."""
 LEARNING_CURVES = "learning_curves"

@@ -14,7 +14,12 @@ extension point for runners, ``_get_executor``):
 
 - **the loop first**: among the nodes ready to run it starts the one with the longest chain
   of nodes after it (self-play and training before a scorecard), so a scorecard never
-  holds up the next generation for want of a thread;
+  holds up the next generation for want of a thread; of nodes with equal chains, the one
+  that became ready last;
+- **one scorecard at a time** (:data:`AT_ONCE`): on a fast device the generations outrun
+  their scorecards (each a fixed amount of work), which would otherwise pile up beside the
+  loop, each slowing the others and the loop; those waiting start newest first (equal
+  chains), so the newest generation's figures lag the least;
 - **it stops as the run stops**: when the run fails or is interrupted (Ctrl-C, or SIGTERM
   handled as one), the nodes still running are interrupted with the same exception type,
   raised in their threads (CPython's ``PyThreadState_SetAsyncExc``, at their next Python
@@ -36,6 +41,7 @@ from typing import Any
 
 from kedro.runner import SequentialRunner, ThreadRunner
 
+from ..common.naming import SCORECARD_NODE
 from ..params.schema import section_of
 
 
@@ -70,6 +76,18 @@ def critical_path(pipeline) -> dict[Any, int]:
     return length
 
 
+AT_ONCE = {SCORECARD_NODE: 1}
+"""The most nodes of one name (within its namespace: ``gen_003.evaluate`` is ``evaluate``)
+that run at once; a name not here has no bound."""
+
+
+def group_of(node: Any) -> str | None:
+    """The name a node is bounded by in :data:`AT_ONCE`, or None."""
+    name = getattr(node, "name", None)
+    short = name.rsplit(".", 1)[-1] if isinstance(name, str) else None
+    return short if short in AT_ONCE else None
+
+
 class OverlapRunner(ThreadRunner):
     """Kedro's ``ThreadRunner`` that starts the loop's nodes first and stops its running
     nodes when the run fails or is interrupted (module docstring)."""
@@ -84,7 +102,9 @@ class OverlapRunner(ThreadRunner):
 
     def _get_executor(self, max_workers: int) -> Executor:
         rank = self._rank
-        return StoppingExecutor(max_workers, lambda task: rank.get(getattr(task, "node", None), 0))
+        return StoppingExecutor(max_workers, lambda task: rank.get(getattr(task, "node", None), 0),
+                                group=lambda task: group_of(getattr(task, "node", None)),
+                                limits=AT_ONCE)  # fmt: skip
 
 
 SETTLE_S = 0.02
@@ -96,13 +116,19 @@ then as good as the queue was)."""
 
 class StoppingExecutor(Executor):
     """Threads that take the submitted call of the highest ``priority`` first (of those
-    submitted together: :data:`SETTLE_S`), and that are interrupted when the block using the
-    executor ends with an exception."""
+    submitted together: :data:`SETTLE_S`; of equal priority, the one submitted last), at
+    most ``limits[g]`` calls of one ``group`` ``g`` at once, and that are interrupted when
+    the block using the executor ends with an exception."""
 
-    def __init__(self, max_workers: int, priority: Callable[[Any], int]):
+    def __init__(self, max_workers: int, priority: Callable[[Any], int],
+                 group: Callable[[Any], str | None] = lambda fn: None,
+                 limits: dict[str, int] | None = None):  # fmt: skip
         self._max_workers = max(1, max_workers)
         self._priority = priority
-        self._queue: list = []  # (-priority, order, future, fn, args, kwargs)
+        self._group = group
+        self._limits = dict(limits or {})
+        self._busy: dict[str, int] = {}  # group -> its calls running
+        self._queue: list = []  # (-priority, -order, future, fn, args, kwargs)
         self._order = itertools.count()
         self._cv = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -115,7 +141,7 @@ class StoppingExecutor(Executor):
         with self._cv:
             if self._closed:
                 raise RuntimeError("cannot submit to an executor that is shut down")
-            heapq.heappush(self._queue, (-self._priority(fn), next(self._order), future, fn,
+            heapq.heappush(self._queue, (-self._priority(fn), -next(self._order), future, fn,
                                          args, kwargs))  # fmt: skip
             self._last_submit = time.monotonic()
             idle = len(self._threads) - len(self._running)
@@ -124,11 +150,22 @@ class StoppingExecutor(Executor):
                                           daemon=True)  # fmt: skip
                 self._threads.append(thread)
                 thread.start()
-            self._cv.notify()
+            self._cv.notify_all()
         return future
 
+    def _take(self) -> tuple | None:
+        """The queued call of the highest priority whose group has room, taken off the
+        queue, with its group; None if every queued call waits for its group."""
+        for entry in sorted(self._queue):
+            group = self._group(entry[3])
+            if group is None or self._busy.get(group, 0) < self._limits.get(group, 1 << 30):
+                self._queue.remove(entry)
+                heapq.heapify(self._queue)
+                return entry, group
+        return None
+
     def _work(self) -> None:
-        me = threading.get_ident()
+        me, group = threading.get_ident(), None
         try:
             while True:
                 with self._cv:
@@ -139,13 +176,19 @@ class StoppingExecutor(Executor):
                             self._cv.wait()
                             continue
                         settle = SETTLE_S - (time.monotonic() - self._last_submit)
-                        if settle <= 0 or self._closed:
+                        if settle > 0 and not self._closed:
+                            self._cv.wait(settle)  # the rest of a batch of ready nodes, first
+                            continue
+                        taken = self._take()
+                        if taken is not None:
                             break
-                        self._cv.wait(settle)  # the rest of a batch of ready nodes, first
-                    _, _, future, fn, args, kwargs = heapq.heappop(self._queue)
+                        self._cv.wait()  # a group's call ends, or another call comes
+                    (_, _, future, fn, args, kwargs), group = taken
                     if not future.set_running_or_notify_cancel():
                         continue
                     self._running[me] = future
+                    if group is not None:
+                        self._busy[group] = self._busy.get(group, 0) + 1
                 try:
                     result = fn(*args, **kwargs)
                 except BaseException as exc:  # an interrupt too: the future carries it
@@ -153,11 +196,16 @@ class StoppingExecutor(Executor):
                 else:
                     future.set_result(result)
                 finally:
-                    with self._cv:
-                        self._running.pop(me, None)
+                    self._done(me, group)
+                    group = None
         except BaseException:  # an interrupt that landed between two nodes: the run is over
-            with self._cv:
-                self._running.pop(me, None)
+            self._done(me, group)
+
+    def _done(self, me: int, group: str | None) -> None:
+        with self._cv:
+            if self._running.pop(me, None) is not None and group is not None:
+                self._busy[group] -= 1
+            self._cv.notify_all()  # a call its group held back may start
 
     def stop(self, kind: type[BaseException]) -> int:
         """Cancel the calls not started and raise ``kind`` in the threads of those running;

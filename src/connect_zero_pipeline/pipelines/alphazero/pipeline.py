@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline
 
-from ...common.naming import generation_name
+from ...common.naming import SCORECARD_NODE, generation_name
 from ..export.pipeline import create_pipeline as create_export
 from ..structure import bind, section
 from .nodes import (
@@ -91,7 +91,7 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int, gating: 
             bind(score_gated_generation if gating else evaluate_generation, generation=k),
             inputs=[*scored, "pons_positions", "public_sets_labelled", "params:evaluate"],
             outputs="eval_metrics",
-            name="evaluate",
+            name=SCORECARD_NODE,
             tags=["evaluate"],
         ),
     ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline
 
-from ...common.naming import chunk_name
+from ...common.naming import SCORECARD_NODE, chunk_name
 from ..structure import bind, section
 from .nodes import (
     evaluate_reinforce_chunk,
@@ -62,7 +62,7 @@ def chunk_pipeline(k: int, total: int) -> Pipeline:
                 bind(evaluate_reinforce_chunk, chunk=k),
                 inputs=["model", "pons_positions", "params:reinforce.evaluate"],
                 outputs="eval_metrics",
-                name="evaluate",
+                name=SCORECARD_NODE,
                 tags=["reinforce", "reinforce_evaluate"],
             ),
         ]
