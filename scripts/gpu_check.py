@@ -18,17 +18,20 @@ lines of its log, and the next step runs.
    compiled, ``pip list`` and ``pip check`` (a version outside a dependency's range is
    reported, not fatal); then, always, Kedro, MLflow and the project imported.
 2. ``env``: Python, torch, CUDA and ``nvidia-smi -L`` (60 s: a cold torch import and the
-   first CUDA context).
+   first CUDA context), and the C compiler and ``Python.h`` Triton builds its launcher with:
+   without them the compiled steps are rows that say so, and their time goes to the others.
 3. ``time_to_target``: ``kedro run --env gpu`` (conf/gpu: the eager search, evaluation off
    the critical path) with the public sets scored by MCTS-600 every generation, in a project
    copy outside OUT; stopped with Ctrl-C at its cap, or once ``solver.acc`` >= 0.85 and
-   MCTS-600 makes <= 0.5% weak mistakes on both public Pons sets. Per generation: when its
-   model and its scorecard were written (seconds since ``kedro run`` started), the self-play,
-   compile, train and evaluate seconds, ``solver.acc`` and the weak mistakes.
+   MCTS-600 makes <= 0.5% weak mistakes on both public Pons sets. Per generation made: when
+   its model and its scorecard were written (seconds since ``kedro run`` started) and the
+   scorecard's lag behind the model, the self-play, compile, train and evaluate seconds,
+   ``solver.acc`` and the weak mistakes.
 4. ``bench_eager``: ``bench selfplay``'s eager cells (host_sync, device) at B = 16,384 and
    65,536 with the recipe's network and search size, while ``nvidia-smi`` samples the GPU.
 5. ``cuda_tests``: the CUDA tests with ``pytest -rA``, the eager one first (its own cap, so
-   it always reports), then the compiled ones (inductor compiles for CUDA) with the rest.
+   it always reports), then the compiled ones (inductor compiles for CUDA) with the rest;
+   each test's outcome in the row's ``tests``.
 6. ``bench_compiled``: the compiled cell at B = 16,384, twice with one fresh inductor cache:
    cold (compiling), then warm (loading it): rows ``bench_compiled_cold`` and ``_warm``.
 
@@ -51,6 +54,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import traceback
@@ -96,7 +100,7 @@ LOG_TAIL = 1500
 """Characters of a failed step's log kept in its row."""
 # Sizes of the tiny run: a generation in seconds on a CPU (tests/pipelines/alphazero).
 TINY = {
-    "alphazero.num_generations": 1,
+    "alphazero.num_generations": 3,  # overlapped nodes across generations (the scorecards)
     "selfplay.num_games": 8,
     "selfplay.mcts.sims": 2,
     "selfplay.moves_per_gen": 4,
@@ -307,8 +311,37 @@ def step_env(check: Check) -> bool:
                                                 timeout=10).stdout.strip()  # fmt: skip
         except subprocess.TimeoutExpired:
             info["nvidia_smi"] = "no answer in 10 s"
+    info.update(toolchain())
     check.record("env", ok, time.perf_counter() - start, **info)
-    return bool(info.get("cuda_available"))
+    return info
+
+
+def toolchain(env: dict[str, str] | None = None) -> dict:
+    """What inductor's CUDA code needs on the machine: Triton builds its launcher with a C
+    compiler (``CC``, else ``gcc``, else ``clang``, as Triton looks) against this Python's
+    ``Python.h``."""
+    env = os.environ if env is None else env
+    path = env.get("PATH", os.defpath)
+    named = env.get("CC")
+    cc = (shutil.which(named, path=path) if named else None) or next(
+        filter(None, (shutil.which(c, path=path) for c in ("gcc", "clang"))), None)  # fmt: skip
+    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    return {"c_compiler": cc, "python_h": str(header) if header.is_file() else None}
+
+
+def compiles(info: dict) -> bool:
+    """Whether the compiled steps can run: a C compiler and ``Python.h`` (:func:`toolchain`)."""
+    return bool(info.get("c_compiler") and info.get("python_h"))
+
+
+NEEDS_COMPILER = "needs a C compiler and Python.h (Triton builds its launcher with them)"
+
+
+def without_compiler(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """The steps when nothing can be compiled: no ``bench_compiled``, and ``cuda_tests`` only
+    its eager test's fixed cap; their time goes to the others."""
+    return tuple(Step(s.name, fixed=EAGER_TEST_S) if s.name == "cuda_tests" else s
+                 for s in steps if s.name != "bench_compiled")  # fmt: skip
 
 
 def _bench(check: Check, step: str, args: list[str], timeout: float, env=None) -> list[dict]:
@@ -439,19 +472,24 @@ def _reached(metrics: dict, sims: int) -> dict[str, bool]:
 
 
 def generation_rows(project: Path, start_wall: float, sims: int) -> list[dict]:
-    """Per generation with a scorecard so far: when its model and its scorecard were written
-    (seconds since the start), the stages' seconds, ``solver.acc`` and MCTS-``sims`` weak
-    mistakes on the public sets."""
+    """Per generation with a model or a scorecard so far: when each was written (seconds
+    since the start) and the scorecard's lag behind the model, the stages' seconds,
+    ``solver.acc`` and MCTS-``sims`` weak mistakes on the public sets (None for a scorecard
+    not written yet)."""
     evals = _metrics(project, "eval")
     plays, trains = _metrics(project, "selfplay"), _metrics(project, "train")
     models = _written(project, "data/06_models/gen_*/model.pt/*/model.pt")
     rows = []
-    for gen, (mtime, m) in sorted(evals.items()):
+    for gen in sorted({*evals, *models}):
         play, train = plays.get(gen, (0, {}))[1], trains.get(gen, (0, {}))[1]
-        model_at = models.get(gen, (None,))[0]
+        model_at = models[gen][0] - start_wall if gen in models else None
+        card_at = evals[gen][0] - start_wall if gen in evals else None
+        m = evals.get(gen, (0, {}))[1]
         rows.append({"generation": gen,
-                     "model_at_s": None if model_at is None else round(model_at - start_wall, 1),
-                     "scorecard_at_s": round(mtime - start_wall, 1),
+                     "model_at_s": None if model_at is None else round(model_at, 1),
+                     "scorecard_at_s": None if card_at is None else round(card_at, 1),
+                     "scorecard_lag_s": None if None in (model_at, card_at)
+                     else round(card_at - model_at, 1),
                      "selfplay_s": play.get("seconds"), "compile_s": play.get("compile_s"),
                      "train_s": train.get("train_seconds"), "evaluate_s": m.get("evaluate.seconds"),
                      "solver_acc": m.get("solver.acc"),
@@ -505,26 +543,40 @@ def step_run(check: Check, step: str, params: dict, sims: int, watch: bool,
         finally:
             util = sampler.stop()
         rows = generation_rows(project, start_wall, sims)
-    last = rows[-1] if rows else {}
-    ok = (proc.returncode == 0 or stopped) and bool(rows)
-    names = ["generation", "model at s", "scorecard at s", "self-play s", "compile s", "train s",
-             "evaluate s", "solver.acc", *(f"{s} MCTS-{sims} weak" for s in PUBLIC_SETS)]  # fmt: skip
+    ok, figures = run_figures(rows, proc.returncode, stopped, first, sims)
+    check.record(step, ok, time.perf_counter() - start, cap_s=round(cap), **figures, **util,
+                 **({} if ok else {"log_tail": check.log_tail(step)}))  # fmt: skip
+
+
+def run_figures(rows: list[dict], exit_status: int | None, stopped: bool,
+                first: dict[str, float], sims: int) -> tuple[bool, dict]:  # fmt: skip
+    """Whether the watched run is ok (it ended well, or was stopped, with a generation's
+    model made) and its row's figures from :func:`generation_rows`: the generations made and
+    scored, the scorecards' lag behind their models, and the per-generation table."""
+    models = [r for r in rows if r["model_at_s"] is not None]
+    cards = [r for r in rows if r["scorecard_at_s"] is not None]
+    lags = [r["scorecard_lag_s"] for r in rows if r["scorecard_lag_s"] is not None]
+    names = ["generation", "model at s", "scorecard at s", "scorecard lag s", "self-play s",
+             "compile s", "train s", "evaluate s", "solver.acc",
+             *(f"{s} MCTS-{sims} weak" for s in PUBLIC_SETS)]  # fmt: skip
     table = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     for r in rows:
-        cells = [r["generation"], r["model_at_s"], r["scorecard_at_s"], r["selfplay_s"],
-                 r["compile_s"], r["train_s"], r["evaluate_s"], r["solver_acc"],
+        cells = [r["generation"], r["model_at_s"], r["scorecard_at_s"], r["scorecard_lag_s"],
+                 r["selfplay_s"], r["compile_s"], r["train_s"], r["evaluate_s"], r["solver_acc"],
                  *(r[f"weak_{s}"] for s in PUBLIC_SETS)]  # fmt: skip
         table.append("| " + " | ".join("-" if c is None else _fmt(c) for c in cells) + " |")
-    check.record(
-        step, ok, time.perf_counter() - start, cap_s=round(cap), exit_status=proc.returncode,
-        generations=len(rows), stopped_at_cap=stopped and len(first) < 2,
-        seconds_to_acc=first.get("acc"), seconds_to_pons=first.get("pons"),
-        last_solver_acc=last.get("solver_acc"),
-        first_model_s=rows[0]["model_at_s"] if rows else None,
-        first_scorecard_s=rows[0]["scorecard_at_s"] if rows else None,
-        per_generation=rows, **util, table=table,
-        **({} if ok else {"log_tail": check.log_tail(step)}),
-    )  # fmt: skip
+    ok = (exit_status == 0 or stopped) and bool(models)
+    return ok, {
+        "exit_status": exit_status, "generations": len(models), "scorecards": len(cards),
+        "stopped_at_cap": stopped and len(first) < 2,
+        "seconds_to_acc": first.get("acc"), "seconds_to_pons": first.get("pons"),
+        "last_solver_acc": cards[-1]["solver_acc"] if cards else None,
+        "first_model_s": models[0]["model_at_s"] if models else None,
+        "first_scorecard_s": cards[0]["scorecard_at_s"] if cards else None,
+        "scorecard_lag_max_s": max(lags, default=None),
+        "scorecard_lag_last_s": lags[-1] if lags else None,
+        "per_generation": rows, "table": table,
+    }  # fmt: skip
 
 
 def _outcomes(stdout: str) -> dict[str, list[str]]:
@@ -547,8 +599,10 @@ def _outcomes(stdout: str) -> dict[str, list[str]]:
     return found
 
 
-def step_tests(check: Check, cuda: bool) -> None:
-    """The CUDA tests: the eager one under its own cap, then the compiled ones."""
+def step_tests(check: Check, cuda: bool, compiled: bool = True) -> None:
+    """The CUDA tests: the eager one under its own cap, then (with ``compiled``: a C compiler
+    and ``Python.h``) the compiled ones. Each test's outcome is in the row's ``tests``
+    (``passed``, ``skipped``, ...): the row is skipped only without CUDA."""
     if not cuda:
         check.record("cuda_tests", True, 0.0, skipped="no CUDA")
         return
@@ -557,9 +611,10 @@ def step_tests(check: Check, cuda: bool) -> None:
     found: dict[str, list[str]] = {}
     seconds_of: dict[str, float] = {}
     oks = []
-    for part, files in CUDA_TESTS.items():
+    parts = CUDA_TESTS if compiled else {"eager": CUDA_TESTS["eager"]}
+    for part, files in parts.items():
         spent = time.perf_counter() - start
-        timeout = min(EAGER_TEST_S, cap / 3) if part == "eager" else cap - spent
+        timeout = min(EAGER_TEST_S, cap / 3) if part == "eager" and compiled else cap - spent
         cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-v", "-rA", "-p", "no:cacheprovider",
                *files]  # fmt: skip
         ok, seconds, stdout = check.run("cuda_tests", cmd, max(1.0, timeout))
@@ -568,8 +623,8 @@ def step_tests(check: Check, cuda: bool) -> None:
             found.setdefault(outcome, []).extend(names)
         seconds_of[f"{part}_s"] = round(seconds, 1)
     ok = all(oks) and bool(found.get("passed"))
-    check.record("cuda_tests", ok, time.perf_counter() - start, cap_s=round(cap), **found,
-                 **seconds_of,
+    check.record("cuda_tests", ok, time.perf_counter() - start, cap_s=round(cap), tests=found,
+                 **seconds_of, **({} if compiled else {"compiled": NEEDS_COMPILER}),
                  **({} if ok else {"log_tail": check.log_tail("cuda_tests")}))  # fmt: skip
 
 
@@ -585,6 +640,15 @@ def step_compiled(check: Check, args: list[str], backend: str) -> None:
                 continue
             _bench(check, f"bench_compiled_{run}", [*args, "--ways", "compiled", "--compile",
                                                    backend], cap, env=env)  # fmt: skip
+
+
+def compiled_cells(check: Check, compiled: bool, args: list[str], backend: str) -> None:
+    """``bench_compiled``'s two rows: the cells, or rows that say what is missing."""
+    if not compiled:
+        for run in ("cold", "warm"):
+            check.record(f"bench_compiled_{run}", True, 0.0, skipped=NEEDS_COMPILER)
+        return
+    check.guarded("bench_compiled_cold", step_compiled, check, args, backend)
 
 
 def _plan_text(budget: float, steps: tuple[Step, ...]) -> str:
@@ -653,8 +717,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("env", "time_to_target", "bench_eager", "cuda_tests", "bench_compiled"):
             check.record(name, False, 0.0, skipped="the set-up failed: see setup.log")
         return 1
-    cuda = bool(check.guarded("env", step_env, check))
+    info = check.guarded("env", step_env, check) or {}
+    cuda = bool(info.get("cuda_available"))
     device = "cuda" if cuda else "cpu"
+    compiled = not cuda or compiles(info)  # inductor's CUDA code needs them (the CPU traces)
+    if not compiled:
+        check.steps = without_compiler(check.steps)
     if args.tiny:
         tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")}}
         check.guarded("time_to_target", step_run, check, "time_to_target", tiny, sims=2,
@@ -662,9 +730,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = ["selfplay", "--quick", "--sizes", "32"]
         check.guarded("bench_eager", lambda: _bench(check, "bench_eager", [
             *cells, "--ways", "host_sync,device"], check.cap("bench_eager")))  # fmt: skip
-        check.guarded("cuda_tests", step_tests, check, cuda)
-        check.guarded("bench_compiled_cold", step_compiled, check, cells,
-                      "inductor" if cuda else "eager")  # fmt: skip
+        check.guarded("cuda_tests", step_tests, check, cuda, compiled)
+        compiled_cells(check, compiled, cells, "inductor" if cuda else "eager")
     elif not cuda:  # the recipe's sizes are for a GPU: the steps say so (--tiny runs them)
         for name in ("time_to_target", "bench_eager", "cuda_tests", "bench_compiled"):
             check.record(name, True, 0.0, skipped="needs CUDA (--tiny runs it on any device)")
@@ -675,14 +742,18 @@ def main(argv: list[str] | None = None) -> int:
         check.guarded("bench_eager", lambda: _bench(check, "bench_eager", [
             "selfplay", "--sizes", "16384,65536", *recipe, "--ways", "host_sync,device"],
             check.cap("bench_eager")))  # fmt: skip
-        check.guarded("cuda_tests", step_tests, check, cuda)
-        check.guarded("bench_compiled_cold", step_compiled, check,
-                      ["selfplay", "--sizes", "16384", *recipe], "inductor")  # fmt: skip
+        check.guarded("cuda_tests", step_tests, check, cuda, compiled)
+        compiled_cells(check, compiled, ["selfplay", "--sizes", "16384", *recipe], "inductor")
     if site is not None and args.site is None:
         shutil.rmtree(site, ignore_errors=True)
     total = time.perf_counter() - check.start
     print(f"gpu_check: {total:.0f} s of a {args.budget:.0f} s budget; {args.out / 'summary.md'}")
-    return 0 if all(r["ok"] for r in check.rows if "skipped" not in r) else 1
+    return exit_status(check.rows)
+
+
+def exit_status(rows: list[dict]) -> int:
+    """1 if a step that ran failed (a skipped step, one with ``skipped``, is not judged)."""
+    return 0 if all(r["ok"] for r in rows if "skipped" not in r) else 1
 
 
 if __name__ == "__main__":

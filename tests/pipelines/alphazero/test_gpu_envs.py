@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -82,15 +83,36 @@ def test_the_gpu_check_from_a_bundle_and_an_archive_runs_every_step_inside_its_b
              if x.startswith("{")]  # fmt: skip
     assert {(b["batch"], b["way"]) for b in bench} == {(32, "host_sync"), (32, "device")}
     assert "graph_calls_per_move" in (out / "bench_compiled.log").read_text()
-    # The watched run: one generation, each stage timed, its scorecard after its model.
+    # The watched run: three generations, each stage timed, each scorecard after its model
+    # and its lag behind it reported.
     run = rows["time_to_target"]
-    assert run["generations"] == 1 and 0 < run["last_solver_acc"] < 1
-    (gen,) = run["per_generation"]
-    assert gen["scorecard_at_s"] > gen["model_at_s"] > gen["selfplay_s"] > 0
-    assert gen["train_s"] > 0 and gen["evaluate_s"] > 0 and gen["compile_s"] is None
-    assert all(0 <= gen[f"weak_{s}"] <= 1 for s in ("Test_L3_R1", "Test_L2_R1"))
+    assert run["generations"] == run["scorecards"] == 3 and 0 < run["last_solver_acc"] < 1
+    gens = run["per_generation"]
+    assert [g["generation"] for g in gens] == [1, 2, 3]
+    for gen in gens:
+        assert gen["scorecard_at_s"] > gen["model_at_s"] > gen["selfplay_s"] > 0
+        assert gen["scorecard_lag_s"] == pytest.approx(gen["scorecard_at_s"] - gen["model_at_s"],
+                                                       abs=0.11)  # fmt: skip
+        assert gen["train_s"] > 0 and gen["evaluate_s"] > 0 and gen["compile_s"] is None
+        assert all(0 <= gen[f"weak_{s}"] <= 1 for s in ("Test_L3_R1", "Test_L2_R1"))
+    assert run["scorecard_lag_max_s"] == max(g["scorecard_lag_s"] for g in gens)
     log = (out / "time_to_target.log").read_text()
     assert log.startswith(f"$ {bare / 'python'} -m kedro run --env gpu")  # no kedro script
+    # The scorecards ran beside the loop (gen_001's while gen_002 played), one at a time.
+    running, most, events = set(), 0, []
+    for line in log.splitlines():
+        started = re.search(r"Running node: evaluate: .*-> \[(gen_\d+)\.eval_metrics\]", line)
+        ended = re.search(r"Completed node: (gen_\d+)\.evaluate", line)
+        if started:
+            running.add(started[1])
+        elif ended:
+            running.discard(ended[1])
+        if started or ended or "Running node: self_play" in line:
+            events.append(line)
+        most = max(most, len(running))
+    assert most == 1, events
+    first_done = next(i for i, e in enumerate(events) if "Completed node: gen_001.evaluate" in e)
+    assert any("-> [gen_002.games" in e for e in events[:first_done]), events
     # The env's own keys took effect (its `small` network, its runner) ...
     project = keep / "project"
     model = torch.load(latest(project, "data/06_models/gen_001/model.pt"), weights_only=True)
