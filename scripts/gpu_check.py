@@ -103,8 +103,7 @@ TINY = {
     "alphazero.num_generations": 3,  # overlapped nodes across generations (the scorecards)
     "selfplay.num_games": 8,
     "selfplay.mcts.sims": 2,
-    "selfplay.moves_per_gen": 4,
-    "selfplay.finish_games": "true",  # 4 steps finish no game: play them to their end
+    "selfplay.moves_per_gen": 24,  # games still in progress dropped, as conf/gpu's are
     "selfplay.node.workers": 1,
     "train.batch_size": 32,
     "train.samples_per_position": 1.0,
@@ -724,7 +723,10 @@ def main(argv: list[str] | None = None) -> int:
     if not compiled:
         check.steps = without_compiler(check.steps)
     if args.tiny:
-        tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")}}
+        # As on a GPU on any device: the searches' network on torch (auto is onnxruntime on
+        # the CPU), in this process (TINY's selfplay.node.workers).
+        tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")},
+                **{f"{s}.node.backend": "torch" for s in ("selfplay", "evaluate")}}  # fmt: skip
         check.guarded("time_to_target", step_run, check, "time_to_target", tiny, sims=2,
                       watch=False, keep=args.keep)  # fmt: skip
         cells = ["selfplay", "--quick", "--sizes", "32"]

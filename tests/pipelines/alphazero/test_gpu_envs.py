@@ -14,9 +14,9 @@ that the one command a GPU machine runs works step by step, set up as that machi
   folder inside its budget, and which shadow the machine's own.
 
 The env merges over conf/base, validates, builds its DAG and runs every node with its own
-runner (the scorecards beside the next generation: ``alphazero.overlap``), with only the
-device and the sizes overridden. Every env (``gpu_strong`` too) is merged and validated in
-``tests/test_conf.py``.
+runner (the scorecards beside the next generation, one at a time: ``alphazero.overlap``),
+with only the device, the sizes and the searches' network (torch, as on a GPU) overridden.
+Every env (``gpu_strong`` too) is merged and validated in ``tests/test_conf.py``.
 """
 
 from __future__ import annotations
@@ -139,5 +139,7 @@ def test_the_gpu_check_from_a_bundle_and_an_archive_runs_every_step_inside_its_b
     assert child.data.params["selfplay.num_games"] == "8"
     assert child.data.params["selfplay.mcts.gumbel_num_actions"] == "4"
     assert child.data.params["selfplay.node.compile"] == "auto"
+    assert child.data.params["evaluate.node.backend"] == "torch"  # as on a GPU
+    assert child.data.params["selfplay.finish_games"] == "False"  # conf/gpu's
     assert {r.info.status for r in runs} == {"FINISHED"}
     assert client.search_registered_models()[0].latest_versions  # registered, offline too
