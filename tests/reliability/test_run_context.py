@@ -60,3 +60,36 @@ def test_a_resume_in_another_env_is_refused_in_words(tmp_path):
     message = str(refused.value)
     assert "that run used --env gpu, this one no --env (conf/base and local)" in message
     assert "None" not in message
+
+
+def test_a_run_on_cuda_sets_float32_precision_once_for_its_process(monkeypatch):
+    """Before its first node, not around each: an overlapped run's nodes share the process
+    (core/device.py). The flag alone: no GPU is needed to set it."""
+    import torch
+
+    from connect_zero_pipeline.params.schema import node_settings, parse_run_params
+    from connect_zero_pipeline.run.hook import RunLife
+
+    stages = {s: {"node": {"device": "cpu"}} for s in
+              ("selfplay", "train", "evaluate", "pons", "baselines", "scorecard", "ladder")}  # fmt: skip
+    stages["reinforce"] = {"train": {"node": {"device": "cpu"}},
+                           "evaluate": {"node": {"device": "cpu"}}}  # fmt: skip
+    assert {n.device for n in node_settings(parse_run_params(stages))} == {"cpu"}  # every stage
+
+    def run(params: dict) -> RunContext:
+        return RunContext(root=Path("."), run_id="r1", attempt="r1", env=None,
+                          params=freeze(params))  # fmt: skip
+
+    before = torch.get_float32_matmul_precision()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    try:
+        torch.set_float32_matmul_precision("highest")
+        RunLife._process_settings(run(stages))  # every stage on the CPU: its products untouched
+        assert torch.get_float32_matmul_precision() == "highest"
+        RunLife._process_settings(run({**stages, "train": {"node": {"device": "cuda"}}}))
+        assert torch.get_float32_matmul_precision() == "high"
+        torch.set_float32_matmul_precision("highest")
+        RunLife._process_settings(run({}))  # device auto: CUDA here
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision(before)
