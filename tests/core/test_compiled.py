@@ -224,8 +224,9 @@ def test_a_failed_cuda_graph_capture_runs_the_search_compiled_without_it(monkeyp
     calls = {"capture": 0}
 
     @contextlib.contextmanager
-    def failing_capture(_graph):
+    def failing_capture(_graph, capture_error_mode="global"):
         calls["capture"] += 1
+        calls["mode"] = capture_error_mode
         raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
         yield  # pragma: no cover
 
@@ -249,3 +250,5 @@ def test_a_failed_cuda_graph_capture_runs_the_search_compiled_without_it(monkeyp
     assert len(warned) == 1 and "runs compiled without it" in warned[0], warned
     assert "operation not permitted" in warned[0]
     assert calls["capture"] == 1 and program.counters.replays == 0 and not program.cuda_graph
+    # Other threads' CUDA calls during a capture (an overlapped scorecard) do not fail it.
+    assert calls["mode"] == "thread_local"

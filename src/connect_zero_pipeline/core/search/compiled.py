@@ -59,6 +59,12 @@ sizes, or one process that plays several searches, needs more than torch's defau
 Past it a step fails loudly instead of falling back to eager ops."""
 
 
+CAPTURE_ERROR_MODE = "thread_local"
+"""How a CUDA-graph capture treats CUDA calls made meanwhile: only this thread's unsafe ones
+fail it (CUDA's ``cudaStreamCaptureModeThreadLocal``), so other threads of the process (an
+overlapped run's scorecard) compute on as they do."""
+
+
 def compile_backend(setting: str) -> str | None:
     """The ``torch.compile`` backend that ``node.compile`` (:data:`COMPILE`) means, or None
     for the eager search."""
@@ -262,7 +268,9 @@ class _Captured:
                 self._run(*static)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: in an overlapped run a scorecard computes on the GPU in another
+        # thread meanwhile; torch's default ("global") makes its calls fail the capture.
+        with torch.cuda.graph(graph, capture_error_mode=CAPTURE_ERROR_MODE):
             out = self._run(*static)
         self.static, self.out, self.graph = static, out, graph
 
