@@ -142,7 +142,7 @@ def _time_fresh_table(pos, mask) -> tuple[float, float, float]:
         solver.reset()
         start = time.perf_counter()
         _solve_batch(pos[i : i + 1], mask[i : i + 1], False, 0, solver._tt, solver._shift,
-                     solver._frames, scores, ok, nodes)  # fmt: skip
+                     solver._frames, *solver._book, scores, ok, nodes)  # fmt: skip
         total += time.perf_counter() - start
         total_nodes += int(nodes[0])
     # Dispatch cost: an empty batch (no search at all), best of many.
@@ -151,7 +151,7 @@ def _time_fresh_table(pos, mask) -> tuple[float, float, float]:
     for _ in range(200):
         start = time.perf_counter()
         _solve_batch(empty, empty, False, 0, solver._tt, solver._shift, solver._frames,
-                     scores, ok, nodes)  # fmt: skip
+                     *solver._book, scores, ok, nodes)  # fmt: skip
         best = min(best, time.perf_counter() - start)
     return total / n * 1e6, total_nodes / n, best * 1e6
 

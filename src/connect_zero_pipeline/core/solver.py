@@ -92,6 +92,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .bitboard import BOARD_MASK, BOTTOM_MASK, H1, alignment, four_in_a_row, moves_to_bitboards
+from .book import EMPTY, NO_SCORE, OpeningBook, book_score
 from .board import HEIGHT, NUM_CELLS, WIDTH
 
 logger = logging.getLogger(__name__)
@@ -193,7 +194,7 @@ def _tt_index(key, shift, size_mask):
 
 
 @njit(cache=True, nogil=True)
-def _negamax(pos, mask, alpha, beta, tt, shift, frames, stats):
+def _negamax(pos, mask, alpha, beta, tt, shift, frames, bk, bs, bply, stats):
     """Alpha-beta value of one position, iteratively over an explicit stack.
 
     Preconditions: the game is not over, the side to move cannot win with its
@@ -236,10 +237,15 @@ def _negamax(pos, mask, alpha, beta, tt, shift, frames, stats):
             if forced != 0:
                 possible = forced
             safe = possible & ~(opp_win >> 1)  # never play right under an opponent threat
+            exact = NO_SCORE
+            if n == bply:  # the opening book's ply: its exact score, no search below
+                exact = book_score(p, m, bk, bs)
             if safe == 0:
                 val = -((NUM_CELLS - n) // 2)
             elif n >= NUM_CELLS - 2:
                 val = 0  # neither side can win any more
+            elif exact != NO_SCORE:
+                val = exact
             else:
                 lo = -((NUM_CELLS - 2 - n) // 2)  # the opponent wins two stones from now at best
                 hi = (NUM_CELLS - 1 - n) // 2  # we win two stones from now at best
@@ -330,7 +336,7 @@ def _probe(lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def _bounds_one(pos, mask, max_nodes, tt, shift, frames, lo_out, hi_out):
+def _bounds_one(pos, mask, max_nodes, tt, shift, frames, bk, bs, bply, lo_out, hi_out):
     """Fill ``lo_out``/``hi_out [7]`` with the bounds of each column's score for the side to
     move (both :data:`FULL_COLUMN` for a full one), each column within ``max_nodes`` nodes.
 
@@ -376,7 +382,7 @@ def _bounds_one(pos, mask, max_nodes, tt, shift, frames, lo_out, hi_out):
             else:
                 probe = _probe(lo, hi)
             step += 1
-            v = _negamax(p2, m2, probe, probe + 1, tt, shift, frames, stats)
+            v = _negamax(p2, m2, probe, probe + 1, tt, shift, frames, bk, bs, bply, stats)
             if stats[_S_ABORTED]:
                 break
             if v <= probe:
@@ -388,7 +394,7 @@ def _bounds_one(pos, mask, max_nodes, tt, shift, frames, lo_out, hi_out):
 
 
 @njit(cache=True, nogil=True)
-def _solve_one(pos, mask, weak, tt, shift, frames, stats):
+def _solve_one(pos, mask, weak, tt, shift, frames, bk, bs, bply, stats):
     """Exact score (or its sign if ``weak``) of an unfinished position.
 
     Precondition: the game is not over (no four of the previous mover, board
@@ -407,7 +413,7 @@ def _solve_one(pos, mask, weak, tt, shift, frames, stats):
         hi = min(hi, 1)
     while lo < hi:
         probe = _probe(lo, hi)
-        v = _negamax(pos, mask, probe, probe + 1, tt, shift, frames, stats)
+        v = _negamax(pos, mask, probe, probe + 1, tt, shift, frames, bk, bs, bply, stats)
         if stats[_S_ABORTED]:
             return 0
         if v <= probe:
@@ -420,7 +426,7 @@ def _solve_one(pos, mask, weak, tt, shift, frames, stats):
 
 
 @njit(cache=True, nogil=True)
-def _analyze_one(pos, mask, out, tt, shift, frames, stats):
+def _analyze_one(pos, mask, out, tt, shift, frames, bk, bs, bply, stats):
     """Fill ``out [7]`` with each column's score for the side to move (``FULL_COLUMN`` if full).
 
     Precondition: the game is not over. Stops early if the budget runs out.
@@ -436,26 +442,26 @@ def _analyze_one(pos, mask, out, tt, shift, frames, stats):
         elif n + 1 == NUM_CELLS:
             out[c] = 0
         else:
-            out[c] = -_solve_one(pos ^ mask, mask | mv, False, tt, shift, frames, stats)
+            out[c] = -_solve_one(pos ^ mask, mask | mv, False, tt, shift, frames, bk, bs, bply, stats)
             if stats[_S_ABORTED]:
                 return
 
 
 @njit(cache=True, nogil=True)
-def _solve_batch(positions, masks, weak, max_nodes, tt, shift, frames, scores, ok, nodes):
+def _solve_batch(positions, masks, weak, max_nodes, tt, shift, frames, bk, bs, bply, scores, ok, nodes):
     """Batched :func:`_solve_one`; ``max_nodes`` is a budget per position (0 = none)."""
     stats = np.zeros(4, dtype=np.int64)
     for i in range(positions.shape[0]):
         stats[_S_NODES] = 0
         stats[_S_LIMIT] = max_nodes
         stats[_S_ABORTED] = 0
-        scores[i] = _solve_one(positions[i], masks[i], weak, tt, shift, frames, stats)
+        scores[i] = _solve_one(positions[i], masks[i], weak, tt, shift, frames, bk, bs, bply, stats)
         ok[i] = stats[_S_ABORTED] == 0
         nodes[i] = stats[_S_NODES]
 
 
 @njit(cache=True, nogil=True)
-def _analyze_batch(positions, masks, max_nodes, tt, shift, frames, scores, ok, nodes):
+def _analyze_batch(positions, masks, max_nodes, tt, shift, frames, bk, bs, bply, scores, ok, nodes):
     """Batched :func:`_analyze_one`; ``max_nodes`` is a budget per position (0 = none)."""
     stats = np.zeros(4, dtype=np.int64)
     out = np.zeros(WIDTH, dtype=np.int64)
@@ -463,7 +469,7 @@ def _analyze_batch(positions, masks, max_nodes, tt, shift, frames, scores, ok, n
         stats[_S_NODES] = 0
         stats[_S_LIMIT] = max_nodes
         stats[_S_ABORTED] = 0
-        _analyze_one(positions[i], masks[i], out, tt, shift, frames, stats)
+        _analyze_one(positions[i], masks[i], out, tt, shift, frames, bk, bs, bply, stats)
         for c in range(WIDTH):
             scores[i, c] = out[c]
         ok[i] = stats[_S_ABORTED] == 0
@@ -557,10 +563,15 @@ class Solver:
     nodes searched by the last :meth:`solve` or :meth:`analyze` call.
     """
 
-    def __init__(self, tt_log2: int = DEFAULT_TT_LOG2):
+    def __init__(self, tt_log2: int = DEFAULT_TT_LOG2, book: OpeningBook | None = None):
         if not isinstance(tt_log2, int) or not 10 <= tt_log2 <= 30:
             raise ValueError(f"tt_log2 must be an int in [10, 30], got {tt_log2!r}")
         self.tt_log2 = tt_log2
+        self.book = book
+        """The opening book the search stops at (:mod:`.book`), or None: every position is
+        searched (the opening then takes minutes or more)."""
+        book = book or EMPTY
+        self._book = (book.keys, book.scores, book.ply)
         self._shift = 64 - tt_log2
         self._tt = np.zeros(1 << tt_log2, dtype=np.int64)  # [2**tt_log2] key << 8 | bound
         self._frames = np.zeros((_NUM_FRAMES, _FRAME_WIDTH), dtype=np.int64)  # search stack
@@ -649,6 +660,7 @@ class Solver:
             self._tt,
             self._shift,
             self._frames,
+            *self._book,
             scores,
             ok,
             nodes,
@@ -679,7 +691,8 @@ class Solver:
         ok = np.zeros(n, dtype=np.bool_)  # [N]
         nodes = np.zeros(n, dtype=np.int64)  # [N]
         _analyze_batch(
-            pos, msk, int(max_nodes), self._tt, self._shift, self._frames, scores, ok, nodes
+            pos, msk, int(max_nodes), self._tt, self._shift, self._frames, *self._book, scores, ok,
+            nodes,
         )
         return scores, ok, nodes
 
@@ -703,7 +716,8 @@ class Solver:
         pos, msk = _check_batch([position], [mask])
         lo = np.zeros(WIDTH, dtype=np.int64)
         hi = np.zeros(WIDTH, dtype=np.int64)
-        _bounds_one(pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames, lo, hi)
+        _bounds_one(pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames,
+                    *self._book, lo, hi)
         return [None if a == FULL_COLUMN else (int(a), int(b)) for a, b in zip(lo, hi, strict=True)]
 
 
