@@ -92,8 +92,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .bitboard import BOARD_MASK, BOTTOM_MASK, H1, alignment, four_in_a_row, moves_to_bitboards
-from .book import EMPTY, NO_SCORE, OpeningBook, book_score
 from .board import HEIGHT, NUM_CELLS, WIDTH
+from .book import EMPTY, NO_SCORE, OpeningBook, book_score
 
 logger = logging.getLogger(__name__)
 
@@ -442,13 +442,17 @@ def _analyze_one(pos, mask, out, tt, shift, frames, bk, bs, bply, stats):
         elif n + 1 == NUM_CELLS:
             out[c] = 0
         else:
-            out[c] = -_solve_one(pos ^ mask, mask | mv, False, tt, shift, frames, bk, bs, bply, stats)
+            out[c] = -_solve_one(
+                pos ^ mask, mask | mv, False, tt, shift, frames, bk, bs, bply, stats
+            )
             if stats[_S_ABORTED]:
                 return
 
 
 @njit(cache=True, nogil=True)
-def _solve_batch(positions, masks, weak, max_nodes, tt, shift, frames, bk, bs, bply, scores, ok, nodes):
+def _solve_batch(
+    positions, masks, weak, max_nodes, tt, shift, frames, bk, bs, bply, scores, ok, nodes
+):
     """Batched :func:`_solve_one`; ``max_nodes`` is a budget per position (0 = none)."""
     stats = np.zeros(4, dtype=np.int64)
     for i in range(positions.shape[0]):
@@ -691,7 +695,15 @@ class Solver:
         ok = np.zeros(n, dtype=np.bool_)  # [N]
         nodes = np.zeros(n, dtype=np.int64)  # [N]
         _analyze_batch(
-            pos, msk, int(max_nodes), self._tt, self._shift, self._frames, *self._book, scores, ok,
+            pos,
+            msk,
+            int(max_nodes),
+            self._tt,
+            self._shift,
+            self._frames,
+            *self._book,
+            scores,
+            ok,
             nodes,
         )
         return scores, ok, nodes
@@ -716,8 +728,9 @@ class Solver:
         pos, msk = _check_batch([position], [mask])
         lo = np.zeros(WIDTH, dtype=np.int64)
         hi = np.zeros(WIDTH, dtype=np.int64)
-        _bounds_one(pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames,
-                    *self._book, lo, hi)
+        _bounds_one(
+            pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames, *self._book, lo, hi
+        )
         return [None if a == FULL_COLUMN else (int(a), int(b)) for a, b in zip(lo, hi, strict=True)]
 
 
