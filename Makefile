@@ -27,7 +27,7 @@ HAS_GPU     := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/
 TORCH_INDEX ?= $(if $(HAS_GPU),https://pypi.org/simple,https://download.pytorch.org/whl/cpu)
 PIP         := $(VENV)/bin/python -m pip
 BIN         := $(VENV)/bin
-EXTRAS      ?= dev,ray
+EXTRAS      ?= dev,ray,book
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make setup's install (Makefile: $(VENV)/.installed): the venv, torch, then the project.
 #
-#   VENV=.venv PYTHON=python3 TORCH_VERSION=2.13.0 TORCH_INDEX=<url> EXTRAS=dev,ray scripts/install.sh
+#   VENV=.venv PYTHON=python3 TORCH_VERSION=2.13.0 TORCH_INDEX=<url> EXTRAS=dev,ray,book scripts/install.sh
 #
 # With uv (pip-installed into the venv first: about a minute from a bare clone), else with
 # pip (one line says so; slower: 96 s against 47 s on a 2-core AVX-512 host). Either way:
@@ -18,7 +18,7 @@ venv=${VENV:-.venv}
 python=${PYTHON:-python3}
 torch_version=${TORCH_VERSION:?TORCH_VERSION}
 torch_index=${TORCH_INDEX:?TORCH_INDEX}
-extras=${EXTRAS:-dev,ray}
+extras=${EXTRAS:-dev,ray,book}
 bin=$venv/bin
 pip=("$bin/python" -m pip)
 

@@ -20,7 +20,7 @@ from connect_zero_pipeline.core.evaluation import SCORE_COLUMNS, set_scores, sol
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.labelling import Labeller
 from connect_zero_pipeline.core.models import build_model
-from connect_zero_pipeline.core.solver import Solver
+from connect_zero_pipeline.core.solver import Solver, SolverSpec
 from tests.helpers import PONS_DIR, command
 
 SCORE = [sys.executable, "-m", "connect_zero_pipeline", "benchmark"]
@@ -108,7 +108,7 @@ def test_labels_match_the_unbatched_solver(position_file):
     positions, errors = read_positions(position_file)
     assert errors == []
     assert positions["moves"].tolist() == [line.split()[0] for line in LINES if line]
-    labelled, skipped = label_positions(positions, Labeller(max_nodes=0, tt_log2=16))
+    labelled, skipped = label_positions(positions, Labeller(max_nodes=0, solver=SolverSpec(16)))
     reference = _reference_table(positions["moves"].tolist())
     assert skipped == 0
     pd.testing.assert_frame_equal(labelled, reference, check_dtype=False)
@@ -168,7 +168,7 @@ def test_a_labelled_parquet_table_is_scored_as_it_is(model_file, tmp_path):
 
 def test_a_perfect_network_scores_one(position_file):
     positions, _ = read_positions(position_file)
-    labelled, _ = label_positions(positions, Labeller(max_nodes=0, tt_log2=16))
+    labelled, _ = label_positions(positions, Labeller(max_nodes=0, solver=SolverSpec(16)))
     metrics = set_scores(labelled, _perfect_fn(_reference_table(positions["moves"].tolist())))
     assert metrics["acc"] == metrics["acc_decisive"] == 1.0
     assert metrics["val_signacc"] == metrics["val_signacc_decisive"] == 1.0

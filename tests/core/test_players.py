@@ -216,7 +216,7 @@ def test_solver_player_through_a_labeller_plays_the_same_and_solves_each_positio
     assert torch.equal(direct, cached)
     assert len(list(tmp_path.glob("part-*.parquet"))) == 1  # written once, at close
 
-    def no_solving(chunks, max_nodes, tt_log2):  # a later ladder: every analysis is cached
+    def no_solving(chunks, max_nodes, spec):  # a later ladder: every analysis is cached
         assert not chunks, f"{len(chunks)} chunks solved again"
         yield from ()
 

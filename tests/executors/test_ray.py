@@ -37,6 +37,7 @@ from connect_zero_pipeline.core.labelling import (
 )
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.selfplay import self_play
+from connect_zero_pipeline.core.solver import SolverSpec
 from connect_zero_pipeline.executors import ray_cluster
 from connect_zero_pipeline.executors.ray import (
     RayClusterUnreachable,
@@ -284,7 +285,9 @@ def test_labelling_on_ray_equals_local_and_the_cache_has_no_duplicates(
         expected, ok_local, _ = lab.label(pos, mask)
     runner = ray_chunk_runner(ray_address)
     cache = SolvedCache(tmp_path / "ray")
-    with Labeller(max_nodes=0, chunk_size=8, cache=cache, tt_log2=16, run_chunks=runner) as lab:
+    with Labeller(
+        max_nodes=0, chunk_size=8, cache=cache, solver=SolverSpec(16), run_chunks=runner
+    ) as lab:
         got, ok, stats = lab.label(pos, mask)
     assert ok.all() and ok_local.all()
     assert np.array_equal(got, expected)
@@ -302,18 +305,18 @@ def test_labelling_on_ray_equals_local_and_the_cache_has_no_duplicates(
 def test_a_solver_task_whose_worker_dies_is_retried(ray_address, late_positions, tmp_path):
     marker = tmp_path / "crashed"
 
-    def crash_once(p, m, max_nodes, tt_log2):
+    def crash_once(p, m, max_nodes, spec):
         if not marker.exists():
             marker.write_text(str(os.getpid()))
             os._exit(1)
-        return solve_chunk(p, m, max_nodes, tt_log2)
+        return solve_chunk(p, m, max_nodes, spec)
 
     pos = late_positions["position"].to_numpy(np.uint64)[:24]
     mask = late_positions["mask"].to_numpy(np.uint64)[:24]
     with Labeller(max_nodes=0) as lab:
         expected, _, _ = lab.label(pos, mask)
     runner = ray_chunk_runner(ray_address, max_retries=2, _solve_fn=crash_once)
-    with Labeller(max_nodes=0, chunk_size=6, tt_log2=16, run_chunks=runner) as lab:
+    with Labeller(max_nodes=0, chunk_size=6, solver=SolverSpec(16), run_chunks=runner) as lab:
         got, ok, stats = lab.label(pos, mask)
     assert marker.exists(), "the fault was not injected"
     assert ok.all() and stats.solved == 24 and np.array_equal(got, expected)

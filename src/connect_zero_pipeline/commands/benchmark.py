@@ -65,6 +65,7 @@ from typing import TextIO
 import click
 import pandas as pd
 
+from ..common.opening_book import solver_spec
 from ..common.project import project_root
 from ..core.config.search import SEARCHES, MCTSConfig
 from ..core.evaluation import set_scores
@@ -199,7 +200,8 @@ def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
     cache = SolvedCache(_cache_dir(args.cache))
     runner = chunk_runner(NodeSettings())  # every core
     records: list[dict] = []
-    with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner) as labeller:
+    with Labeller(max_nodes=args.max_nodes, cache=cache, run_chunks=runner,
+                  solver=solver_spec) as labeller:  # fmt: skip
         for path, table in zip(paths, tables, strict=True):
             if is_labelled(path):
                 labelled, skipped = table, 0

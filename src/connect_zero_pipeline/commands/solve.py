@@ -31,9 +31,10 @@ from typing import TextIO
 
 import click
 
+from ..common.opening_book import book_solver
 from ..core.bitboard import moves_to_bitboards
 from ..core.pons_files import MAX_LINE, split_line
-from ..core.solver import DEFAULT_TT_LOG2, FULL_COLUMN, Solver, _to_bitboards
+from ..core.solver import DEFAULT_TT_LOG2, FULL_COLUMN, _to_bitboards
 from . import finish, max_nodes_option
 
 
@@ -74,7 +75,7 @@ def run(args: SimpleNamespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) ->
     """Process every line of ``stdin``; returns the exit status (0 ok, 1 some line failed)."""
     import numpy as np  # noqa: PLC0415 (numpy: not for the light commands)
 
-    solver = Solver(args.tt_log2 if args.tt_log2 is not None else DEFAULT_TT_LOG2)
+    solver = book_solver(args.tt_log2 if args.tt_log2 is not None else DEFAULT_TT_LOG2)
     status = 0
     for number, (raw, too_long) in enumerate(bounded_lines(stdin), start=1):
         if too_long:

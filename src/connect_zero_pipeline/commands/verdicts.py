@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import functools
 
+from ..common.opening_book import book_solver
 from ..common.project import project_root
 from ..core.labelling import SolvedCache, position_keys
-from ..core.solver import FULL_COLUMN, column_bounds
+from ..core.solver import FULL_COLUMN
 from ..params.pons import PonsConfig
 from .board import SOLVER_LEGEND, verdict
 
 SOLVER_NODES = 3_000_000
 """The solver's default node budget a column: about 1.5 s a position at most on a 2-core
-machine (docs/play.md), where it proves the outcome of most columns from about ply 4."""
+machine (docs/play.md); with the opening book every column is exact well within it, at
+every ply (without it, from about ply 4)."""
 
 
 def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, int] | None]:
@@ -29,7 +31,13 @@ def solver_bounds(position: int, mask: int, max_nodes: int) -> list[tuple[int, i
         )
         if found[0]:
             return [None if s == FULL_COLUMN else (int(s), int(s)) for s in scores[0]]
-    return column_bounds(position, mask, max_nodes)
+    return _solver().column_bounds(position, mask, max_nodes)
+
+
+@functools.lru_cache(maxsize=1)
+def _solver():
+    """This process's solver (its table kept between positions) with the opening book."""
+    return book_solver()
 
 
 @functools.lru_cache(maxsize=1)

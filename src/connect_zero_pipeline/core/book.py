@@ -78,7 +78,7 @@ class OpeningBook:
         """``keys.npy`` and ``scores.npy`` in ``folder`` (created), each written whole."""
         folder.mkdir(parents=True, exist_ok=True)
         for name, array in (("keys", self.keys), ("scores", self.scores)):
-            tmp = folder / f".{name}.npy.tmp"
+            tmp = folder / f".{name}.tmp.npy"  # np.save adds .npy to any other name
             np.save(tmp, np.ascontiguousarray(array))
             tmp.replace(folder / f"{name}.npy")
 

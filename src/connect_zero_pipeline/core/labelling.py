@@ -46,7 +46,7 @@ from .bitboard import (
 from .board import WIDTH
 from .files import atomic_path
 from .progress import progress_bar
-from .solver import Solver
+from .solver import Solver, SolverSpec
 
 log = logging.getLogger(__name__)
 
@@ -154,29 +154,32 @@ class SolvedCache:
 # Workers
 # ---------------------------------------------------------------------------
 
-_WORKER_SOLVER = None  # this process's solver (a pool process, a Ray worker, or the caller)
+LABELLING_SOLVER = SolverSpec(tt_log2=22)
+"""A labelling worker's solver by default: a 32 MiB table, no opening book."""
+_WORKER_SOLVER: tuple[SolverSpec, Solver] | None = None  # this process's (a pool process, a
+# Ray worker, or the caller), kept between chunks with its table and its mapped book
 
 
-def init_worker_solver(tt_log2: int) -> None:
+def init_worker_solver(spec: SolverSpec) -> None:
     """Give this process its solver (a pool's initializer; :func:`solve_chunk` calls it lazily)."""
     global _WORKER_SOLVER
 
-    _WORKER_SOLVER = Solver(tt_log2=tt_log2)
+    _WORKER_SOLVER = (spec, spec.make())
 
 
 def solve_chunk(
-    position: np.ndarray, mask: np.ndarray, max_nodes: int, tt_log2: int = 22
+    position: np.ndarray, mask: np.ndarray, max_nodes: int, spec: SolverSpec = LABELLING_SOLVER
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Analyse one chunk (in a worker process, a Ray task or in-process).
+    """Analyse one chunk (in a worker process, a Ray task or in-process) with this process's
+    solver of ``spec``.
 
     Returns:
         ``scores [n, 7] int8``, ``ok [n] bool``, ``nodes [n] int64`` and the seconds spent.
     """
-    global _WORKER_SOLVER
-    if _WORKER_SOLVER is None or _WORKER_SOLVER.tt_log2 != tt_log2:
-        init_worker_solver(tt_log2)
+    if _WORKER_SOLVER is None or _WORKER_SOLVER[0] != spec:
+        init_worker_solver(spec)
     start = time.perf_counter()
-    scores, ok, nodes = _WORKER_SOLVER.analyze_batch(
+    scores, ok, nodes = _WORKER_SOLVER[1].analyze_batch(
         position.view(np.int64), mask.view(np.int64), max_nodes=max_nodes
     )
     return scores, ok, nodes, time.perf_counter() - start
@@ -198,19 +201,21 @@ class LabelStats:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
-ChunkRunner = Callable[[list[tuple[np.ndarray, np.ndarray]], int, int], Iterator[tuple[int, tuple]]]
-"""``run_chunks(chunks, max_nodes, tt_log2)``: solves ``[(position, mask)]`` chunks and yields
+ChunkRunner = Callable[
+    [list[tuple[np.ndarray, np.ndarray]], int, SolverSpec], Iterator[tuple[int, tuple]]
+]
+"""``run_chunks(chunks, max_nodes, spec)``: solves ``[(position, mask)]`` chunks and yields
 ``(chunk index, solve_chunk result)`` in any order. Runners with workers (a process pool, Ray
 tasks) live in :mod:`connect_zero_pipeline.executors`; one with ``close()`` is closed with the
 labeller."""
 
 
 def serial_chunks(
-    chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, tt_log2: int
+    chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, spec: SolverSpec
 ) -> Iterator[tuple[int, tuple]]:
     """The in-process :data:`ChunkRunner`: chunks one after another, in this process."""
     for i, (p, m) in enumerate(chunks):
-        yield i, solve_chunk(p, m, max_nodes, tt_log2)
+        yield i, solve_chunk(p, m, max_nodes, spec)
 
 
 @dataclass
@@ -222,7 +227,10 @@ class Labeller:
             are skipped (``ok`` False) and counted.
         cache: the :class:`SolvedCache` to read and extend.
         chunk_size: positions per task; a chunk is also the unit saved to the cache.
-        tt_log2: transposition table size of each worker's solver.
+        solver: what each worker's solver is (:class:`~.solver.SolverSpec`: its table size,
+            its opening book), or a function that says it, called once, when there is
+            something to solve (a labeller whose every position is cached never asks: the
+            opening book is looked for then).
         run_chunks: who solves the chunks (:data:`ChunkRunner`): in this process
             by default (:func:`serial_chunks`); a process pool or Ray tasks come
             from :mod:`connect_zero_pipeline.executors`.
@@ -235,7 +243,7 @@ class Labeller:
     max_nodes: int = 2_000_000
     cache: SolvedCache = field(default_factory=lambda: SolvedCache(None))
     chunk_size: int = 64
-    tt_log2: int = 22
+    solver: SolverSpec | Callable[[], SolverSpec] = LABELLING_SOLVER
     run_chunks: ChunkRunner = serial_chunks
     flush_seconds: float = 0.0
     totals: LabelStats = field(default_factory=LabelStats)
@@ -246,6 +254,11 @@ class Labeller:
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
         self._last_flush = time.monotonic()
+
+    def _spec(self) -> SolverSpec:
+        if not isinstance(self.solver, SolverSpec):
+            self.solver = self.solver()
+        return self.solver
 
     def __enter__(self) -> Labeller:
         return self
@@ -294,7 +307,7 @@ class Labeller:
             bar = progress_bar(total=len(miss_idx), desc=label, unit="pos", leave=False)
         try:
             for i, (c_scores, c_ok, c_nodes, seconds) in self.run_chunks(
-                chunks, self.max_nodes, self.tt_log2
+                chunks, self.max_nodes, self._spec() if chunks else LABELLING_SOLVER
             ):
                 p, m = chunks[i]
                 stats.nodes += int(c_nodes.sum())

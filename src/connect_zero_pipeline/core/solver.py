@@ -84,6 +84,8 @@ Shapes: N = positions in a batch, A = 7 columns (0-based in code).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from llvmlite import ir
@@ -93,7 +95,7 @@ from numba.extending import intrinsic
 
 from .bitboard import BOARD_MASK, BOTTOM_MASK, H1, alignment, four_in_a_row, moves_to_bitboards
 from .board import HEIGHT, NUM_CELLS, WIDTH
-from .book import EMPTY, NO_SCORE, OpeningBook, book_score
+from .book import BOOK_PLY, EMPTY, NO_SCORE, OpeningBook, book_score
 
 logger = logging.getLogger(__name__)
 
@@ -732,6 +734,28 @@ class Solver:
             pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames, *self._book, lo, hi
         )
         return [None if a == FULL_COLUMN else (int(a), int(b)) for a, b in zip(lo, hi, strict=True)]
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """What makes a :class:`Solver`, small enough to send to a worker process or a Ray task,
+    which makes its own (:meth:`make`): its table size, and the folder of the opening book
+    it memory-maps (:meth:`.book.OpeningBook.save`; None: none)."""
+
+    tt_log2: int = DEFAULT_TT_LOG2
+    book: str | None = None
+
+    def make(self) -> Solver:
+        """The solver; without its book where the folder is missing (a Ray node that lacks it:
+        the opening is then searched), which one warning line says."""
+        book = None
+        if self.book:
+            if (Path(self.book) / "keys.npy").is_file():
+                book = OpeningBook.load(Path(self.book))
+            else:
+                logger.warning("No opening book at %s in this process: positions before ply "
+                               "%d are searched (minutes each)", self.book, BOOK_PLY)  # fmt: skip
+        return Solver(self.tt_log2, book)
 
 
 _DEFAULT: Solver | None = None

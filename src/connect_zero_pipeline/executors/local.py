@@ -41,6 +41,7 @@ from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
 from ..core.selfplay import merge_shards, self_play, shard_slots
+from ..core.solver import SolverSpec
 from .lifetime import die_with_parent
 from .settings import NodeSettings
 
@@ -112,9 +113,9 @@ def quiet_resource_tracker() -> None:
         os.close(saved)
 
 
-def _init_solver_worker(parent: int, tt_log2: int) -> None:
+def _init_solver_worker(parent: int, spec: SolverSpec) -> None:
     init_worker(parent)
-    init_worker_solver(tt_log2)
+    init_worker_solver(spec)
 
 
 _STEPS = None
@@ -370,9 +371,10 @@ atexit.register(close_pools)
 class ProcessChunkRunner:
     """A :class:`~connect_zero_pipeline.core.labelling.Labeller` runner on ``workers`` processes.
 
-    Called as ``runner(chunks, max_nodes, tt_log2)``, it yields ``(chunk index,
+    Called as ``runner(chunks, max_nodes, spec)``, it yields ``(chunk index,
     solve_chunk result)`` as chunks finish. The pool starts on the first call
-    and stays for the next ones (each process keeps its solver's table);
+    and stays for the next ones (each process keeps its solver's table, and its opening book
+    memory-mapped);
     :meth:`close` (the labeller's) stops it.
     """
 
@@ -381,22 +383,22 @@ class ProcessChunkRunner:
             raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
-        self._tt_log2: int | None = None
+        self._spec: SolverSpec | None = None
 
     def __call__(
-        self, chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, tt_log2: int
+        self, chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, spec: SolverSpec
     ) -> Iterator[tuple[int, tuple]]:
-        if self._pool is None or self._tt_log2 != tt_log2:
+        if self._pool is None or self._spec != spec:
             self.close()
             self._pool = ProcessPoolExecutor(
                 self.workers,
                 mp_context=spawn_context(),
                 initializer=_init_solver_worker,
-                initargs=(os.getpid(), tt_log2),
+                initargs=(os.getpid(), spec),
             )
-            self._tt_log2 = tt_log2
+            self._spec = spec
         futures = {
-            self._pool.submit(solve_chunk, p, m, max_nodes, tt_log2): i
+            self._pool.submit(solve_chunk, p, m, max_nodes, spec): i
             for i, (p, m) in enumerate(chunks)
         }
         for fut in as_completed(futures):

@@ -44,6 +44,7 @@ from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
 from ..core.search.compiled import compile_backend, network
 from ..core.selfplay import merge_shards, self_play, shard_slots
+from ..core.solver import SolverSpec
 from .ray_cluster import (
     DEFAULT_CONNECT_TIMEOUT,
     RayClusterUnreachable,
@@ -353,13 +354,14 @@ def ray_chunk_runner(
     """A :class:`~connect_zero_pipeline.core.labelling.Labeller` runner that solves chunks as Ray tasks.
 
     Connects now (a bad address fails here, before any work). The returned
-    callable takes ``(chunks, max_nodes, tt_log2)``, the chunk list being
+    callable takes ``(chunks, max_nodes, spec)``, the chunk list being
     ``[(position [n] uint64, mask [n] uint64)]``, and yields ``(chunk index,
     solve_chunk result)`` in completion order, keeping at most
     ``max_in_flight`` tasks submitted (0: twice the cluster's CPUs). Each task
     takes one CPU; a task whose worker dies is retried up to ``max_retries``
     times. Every Ray worker keeps its solver (and its transposition table)
-    between tasks, like a local pool process.
+    between tasks, like a local pool process; ``spec``'s opening book is the folder of that
+    path on each node (a node without it searches the opening).
     """
     check(is_int(max_retries) and max_retries >= 0, "max_retries", max_retries, "an integer >= 0")
     check(
@@ -374,7 +376,7 @@ def ray_chunk_runner(
     window = max_in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
 
     def run_chunks(
-        chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, tt_log2: int
+        chunks: Sequence[tuple[np.ndarray, np.ndarray]], max_nodes: int, spec: SolverSpec
     ) -> Iterator[tuple[int, tuple]]:
         todo = iter(enumerate(chunks))
         pending: dict = {}  # ObjectRef -> chunk index
@@ -385,7 +387,7 @@ def ray_chunk_runner(
                 if item is None:
                     return
                 i, (p, m) = item
-                pending[remote.remote(p, m, max_nodes, tt_log2)] = i
+                pending[remote.remote(p, m, max_nodes, spec)] = i
 
         try:
             fill()

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ...common.naming import CHUNK, GENERATION, model_index
+from ...common.opening_book import solver_spec
 from ...core.config.players import SOLVER_PREFIX
 from ...core.device import resolve_device
 from ...core.inference import make_evaluate_fn
@@ -119,7 +120,7 @@ def solver_labeller(cfg: LadderConfig, where: str | None):
     player from ladder to ladder."""
     cache = SolvedCache(Path(where) if where else None)
     log.info("Ladder: the solver anchors analyse through %s (%d positions)", where, len(cache))
-    return Labeller(max_nodes=0, cache=cache, chunk_size=1,
+    return Labeller(max_nodes=0, cache=cache, chunk_size=1, solver=solver_spec,
                     run_chunks=chunk_runner(cfg.node), flush_seconds=30)  # fmt: skip
 
 

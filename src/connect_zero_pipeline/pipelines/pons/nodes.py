@@ -7,6 +7,7 @@ generation already solved, and a rerun re-solves nothing at all.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...common.opening_book import solver_spec
 from ...core.evaluation import PLY_BUCKETS
 from ...core.labelling import (
     SCORE_COLUMNS,
@@ -36,13 +38,14 @@ log = logging.getLogger(__name__)
 def pons_labeller(cfg: PonsConfig, cache_dir: str | None, max_nodes: int | None = None):
     """The solver of the ``pons`` section: its cache (``cache_dir``: the run's ``pons.cache_dir``
     as its plan resolved it, the catalog entry ``solver_cache``; None: none), executor and
-    budget (``max_nodes`` instead of ``cfg.max_nodes`` when given; 0: exact)."""
+    budget (``max_nodes`` instead of ``cfg.max_nodes`` when given; 0: exact), with this
+    machine's opening book (:mod:`...common.opening_book`)."""
     cache = SolvedCache(Path(cache_dir) if cache_dir else None)
     labeller = Labeller(
         max_nodes=cfg.max_nodes if max_nodes is None else max_nodes,
         cache=cache,
         chunk_size=cfg.chunk_size,
-        tt_log2=cfg.tt_log2,
+        solver=functools.partial(solver_spec, cfg.tt_log2),  # its opening book, if it solves
         run_chunks=chunk_runner(cfg.node),
     )
     log.info("Solver cache %s: %d positions", cache_dir, len(cache))
