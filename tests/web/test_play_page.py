@@ -319,6 +319,17 @@ def test_a_bad_moves_parameter_is_reported_and_ignored(page, page_url):
     assert "plays into a full column" in page.text_content("#status")
 
 
+def test_the_solver_row_is_exact_from_the_empty_board(page, page_url):
+    """The opening book answers the first move (ply 0) exactly, within the page's budget:
+    Connect-4's known scores, the centre the one win."""
+    page.goto(page_url + "?colour=first&agent=mcts&sims=16")
+    assert _settle(page) == ("human", "")
+    page.wait_for_selector("#value[data-yours='true']")
+    solver = [c.text_content() for c in
+              page.locator("#analysis-table tr[data-row='solver'] td").all()]  # fmt: skip
+    assert solver == ["-2", "-1", "+0", "+1", "+0", "-1", "-2"]
+
+
 def test_the_analysis_board_shows_policy_visits_q_and_the_solver_and_undoes(page, page_url):
     """After the agent's move: per column its policy, the search's visits (the bars too) and
     Q, and the perfect solver's scores (the page is served by `play --web`); the value in

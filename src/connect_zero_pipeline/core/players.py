@@ -135,17 +135,17 @@ class RandomOpening:
 PLAYERS = dict(zip(NAMED_PLAYERS, (RandomPlayer, RandomPunisher), strict=True))
 
 
-def make_player(name: str, *, solver_max_nodes: int = 0, labeller=None) -> Player:
+def make_player(name: str, *, solver_max_nodes: int = 0, labeller=None, solver=None) -> Player:
     """A player that needs no network, by name: ``random``, ``random_punisher``, or
     ``solver:<epsilon>`` (the perfect solver playing a random move with probability
-    epsilon, within ``solver_max_nodes`` nodes per position, or through ``labeller``:
-    :class:`SolverPlayer`)."""
+    epsilon, within ``solver_max_nodes`` nodes per position with ``solver``, or through
+    ``labeller``: :class:`SolverPlayer`)."""
     if not is_player_name(name):
         raise ValueError(f"unknown player {name!r}; choose {PLAYER_NAMES}")
     if name in PLAYERS:
         return PLAYERS[name]()
     return SolverPlayer(epsilon=float(name[len(SOLVER_PREFIX) :]), max_nodes=solver_max_nodes,
-                        labeller=labeller)  # fmt: skip
+                        solver=solver, labeller=labeller)  # fmt: skip
 
 
 class SolverPlayer:
@@ -157,9 +157,10 @@ class SolverPlayer:
     analysed). All random draws come from the ``generator`` passed to
     :meth:`act`, so a seeded generator repeats the same games.
 
-    Cost: analysing a position solves each of its children. Without an
-    opening book that takes seconds around ply 8 and minutes to hours closer
-    to the empty board, so play from the opening needs ``max_nodes``.
+    Cost: analysing a position solves each of its children. With an opening book
+    (:mod:`.book`: a ``solver`` made with one) that is milliseconds at every ply; without,
+    seconds around ply 8 and minutes to hours closer to the empty board, so play from the
+    opening then needs ``max_nodes``.
 
     Args:
         epsilon: probability of a random move, in ``[0, 1]``.

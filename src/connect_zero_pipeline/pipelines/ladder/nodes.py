@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ...common.naming import CHUNK, GENERATION, model_index
-from ...common.opening_book import solver_spec
+from ...common.opening_book import book_folder, book_solver, solver_spec
 from ...core.config.players import SOLVER_PREFIX
 from ...core.device import resolve_device
 from ...core.inference import make_evaluate_fn
@@ -101,6 +101,8 @@ def select_players(model_files: Partitions, plan: dict, params: dict) -> pd.Data
         spec = anchor
         if anchor.startswith(SOLVER_PREFIX):
             spec = f"{anchor},nodes={cfg.solver_max_nodes}"
+            if cfg.solver_max_nodes and book_folder() is not None:
+                spec += ",book"  # exact at every ply within its budget: another player
         rows.append({"id": spec, "kind": "anchor", "label": anchor, "run_id": None,
                      "generation": None, "source": anchor})  # fmt: skip
     table = pd.DataFrame(rows)
@@ -125,10 +127,11 @@ def solver_labeller(cfg: LadderConfig, where: str | None):
 
 
 def _make_player(row, model_files: Partitions, plan: dict, cfg: LadderConfig, device,
-                 labeller=None):  # fmt: skip
+                 labeller=None, solver=None):  # fmt: skip
 
-    if row.kind == "anchor":
-        return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller)
+    if row.kind == "anchor":  # exact: through the labeller; with a budget: ``solver``
+        return make_player(row.source, solver_max_nodes=cfg.solver_max_nodes, labeller=labeller,
+                           solver=solver)  # fmt: skip
     if row.source.startswith(REGISTRY_PREFIX):  # its files, as the plan found them
         version = next(v for v in plan["registry"] if v["uri"] == row.source)
         model = load_version_files(version["source"],
@@ -158,14 +161,17 @@ def play_ladder(players: pd.DataFrame, model_files: Partitions, plan: dict,
     rows = list(players.itertuples(index=False))
     built: dict[str, object] = {}
     labeller = None  # the exact solver anchors', made when the first of them plays
+    solver = None  # the budgeted ones' (this process's, with the opening book), likewise
 
     def player(row):
-        nonlocal labeller
+        nonlocal labeller, solver
         if row.id not in built:
-            exact = row.source.startswith(SOLVER_PREFIX) and not cfg.solver_max_nodes
-            if exact and labeller is None:
+            anchor = row.source.startswith(SOLVER_PREFIX)
+            if anchor and not cfg.solver_max_nodes and labeller is None:
                 labeller = solver_labeller(cfg, plan.get("solver_cache"))
-            built[row.id] = _make_player(row, model_files, plan, cfg, device, labeller)
+            if anchor and cfg.solver_max_nodes and solver is None:
+                solver = book_solver()
+            built[row.id] = _make_player(row, model_files, plan, cfg, device, labeller, solver)
         return built[row.id]
 
     tables, played, reused = [], 0, 0
