@@ -3,8 +3,8 @@
 One line per position along ``--moves`` (default ``44533212``) from ply 2: the solver row
 (:func:`..commands.board.verdict` of :func:`..core.solver.column_bounds`) within the play
 command's default node budget a column (``--nodes`` another), and the seconds it took. One
-solver plays the whole game, as the play server does (its table carries over). The table
-in docs/play.md is this output.
+solver plays the whole game, as the play server does (its table carries over, the opening
+book with it). The table in docs/play.md is this output.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import click
 
 from ..commands.board import verdict
 from ..commands.verdicts import SOLVER_NODES
+from ..common.opening_book import book_solver
 from ..core.bitboard import moves_to_bitboards
-from ..core.solver import Solver
 from . import figure
 
 GAME = "44533212"
@@ -37,7 +37,7 @@ OPTIONS = [
 def run(args) -> Iterator[dict]:
     game = getattr(args, "moves", None) or GAME
     nodes = int(getattr(args, "nodes", None) or SOLVER_NODES)
-    solver = Solver()
+    solver = book_solver()
     solver.column_bounds(*moves_to_bitboards("4444"), 10)  # compiled outside the clock
     solver.reset()
     for ply in range(2, len(game) + 1):

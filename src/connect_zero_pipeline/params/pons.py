@@ -16,10 +16,12 @@ class PonsConfig:
     """Probability of a random move instead of a perfect one."""
     opening_plies: list = field(default_factory=lambda: [4, 12])
     """Each game starts with a uniformly random number of random moves in this range."""
-    min_ply: int = 6
+    min_ply: int = 2
     """Collect positions with at least this many stones."""
-    max_nodes: int = 1_000_000
-    """Per-position solver budget (nodes, all 7 moves together); over-budget positions are skipped."""
+    max_nodes: int = 20_000_000
+    """Per-position solver budget (nodes, all 7 moves together); over-budget positions are
+    skipped and counted. With the opening book every position is within it (the hardest
+    lie just past the book's ply: about 9 M nodes, 1 s); without, the opening is not."""
     chunk_size: int = 32
     """Positions per solver task."""
     tt_log2: int = 22
