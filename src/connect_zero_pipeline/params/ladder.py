@@ -37,12 +37,12 @@ class LadderConfig:
     """Random openings per pair, each played twice (colours swapped)."""
     opening_plies: int = 4
     """Uniformly random plies of an opening."""
-    solver_max_nodes: int = 200_000
+    solver_max_nodes: int = 0
     """Node budget of the solver anchors per position, beyond which they win, block or play
-    at random. 0: exact, slow near the empty board (a minute for some positions at ply 4),
-    so exact anchors analyse through the project's solver cache (``pons.cache_dir``) in one
-    process per core (``node.workers``): a position is solved once across games and
-    ladders (``conf/ladder_strong``)."""
+    at random. 0: exact (with the opening book, well under a second a position at every
+    ply; without it, a minute for some positions at ply 4): exact anchors analyse through
+    the project's solver cache (``pons.cache_dir``) in one process per core
+    (``node.workers``), so a position is solved once across games and ladders."""
     num_bootstrap: int = 200
     """Bootstrap resamples of the games for the 95% intervals."""
     cache_dir: str | None = "data/02_intermediate/ladder_cache"

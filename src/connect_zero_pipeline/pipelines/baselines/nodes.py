@@ -6,6 +6,8 @@ import logging
 
 import pandas as pd
 
+from ...common.opening_book import book_solver
+from ...core.config.players import SOLVER_PREFIX
 from ...core.device import resolve_device
 from ...core.match import play_match
 from ...core.players import make_player
@@ -19,8 +21,10 @@ def play_baseline_match(params: dict) -> tuple[pd.DataFrame, dict]:
     cfg = parse_section("baselines", params)
     device = resolve_device(cfg.node.device)
     log.info("Playing %d games: %s vs %s on %s", cfg.num_games, cfg.player_a, cfg.player_b, device)
-    a, b = (make_player(name, solver_max_nodes=cfg.solver_max_nodes)
-            for name in (cfg.player_a, cfg.player_b))  # fmt: skip
+    names = (cfg.player_a, cfg.player_b)
+    solver = book_solver() if any(n.startswith(SOLVER_PREFIX) for n in names) else None
+    a, b = (make_player(name, solver_max_nodes=cfg.solver_max_nodes, solver=solver)
+            for name in names)  # fmt: skip
     result = play_match(a, b, cfg.num_games, cfg.seed, device=device)
     table = pd.DataFrame(
         {
