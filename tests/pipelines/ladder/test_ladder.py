@@ -54,6 +54,7 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
     assert len(matches) == 10 * 2 * 2  # 10 pairs x 2 openings x 2 colours
     assert set(matches["result"]) <= {-1, 0, 1}
     assert matches.groupby(["player_a", "player_b"])["a_first"].sum().eq(2).all()
+    assert "solver:0.5,nodes=20000,book" in {*matches["player_a"], *matches["player_b"]}
     assert len(versions(pons_project, "data/08_reporting/ladder/elo.png")) == 1
 
     # MLflow: elo on each rated generation's child run (step = generation), the table on
@@ -78,8 +79,8 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
     run_kedro(pons_project, "ladder", more)
     assert _cache_rows(pons_project) == before + 5 * 4
     again = _latest_table(pons_project, "data/08_reporting/ladder/matches.parquet")
-    old_pairs = again[again.player_b != "solver:0.25,nodes=20000"]
-    old_pairs = old_pairs[old_pairs.player_a != "solver:0.25,nodes=20000"]
+    new = "solver:0.25,nodes=20000,book"  # a budgeted anchor names its budget and the book
+    old_pairs = again[(again.player_b != new) & (again.player_a != new)]
     pd.testing.assert_frame_equal(old_pairs.reset_index(drop=True), matches)
 
     # The registered champion joins; with move_champion the alias follows the ladder.
