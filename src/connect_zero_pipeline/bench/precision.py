@@ -3,7 +3,7 @@
 The shipped model (``pretrained/connect_zero.onnx``: its BatchNorm folded into the
 convolutions, so rebuilt here as the same ResNet with identity BatchNorm, equal to the ONNX
 file within float rounding) plays every position of the shipped solver set
-(``data/03_primary/pons_positions.parquet``, 9,380 positions) in float32 and under
+(``data/03_primary/pons_positions.parquet``, its latest version) in float32 and under
 ``torch.autocast(dtype=torch.bfloat16)`` on this machine's device. Figures, each for the
 network alone (``policy``: the legal argmax) and for Gumbel search at 16 and 64
 simulations: ``agreement`` (the share of positions where both precisions play the same
