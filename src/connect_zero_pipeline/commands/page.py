@@ -216,6 +216,14 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
 
 
+def warm_solver(solver_nodes: int) -> None:
+    """Answer the empty board once, under the solver's lock, while the page loads: the
+    solver's compiled code, its table and the opening book are then ready for the first
+    ``/analyze`` (which otherwise pays about a second for them), and that answer is kept."""
+    with _PageHandler._solver_lock:
+        solver_answer(*moves_to_bitboards(""), solver_nodes)
+
+
 class _PageServer(http.server.ThreadingHTTPServer):
     request_queue_size = 128  # listen backlog (socketserver's default is 5)
     daemon_threads = True
@@ -258,6 +266,9 @@ def serve(directory: Path, port: int, solver_nodes: int = 0) -> int:
         raise PlayError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}") from exc
     url = f"http://{LOOPBACK}:{server.server_address[1]}/"
     print(f"Serving the play page at {url} (from {directory}); Ctrl-C to stop", flush=True)
+    if solver_nodes:
+        threading.Thread(target=warm_solver, args=(solver_nodes,), name="solver-warm-up",
+                         daemon=True).start()  # fmt: skip
     if interrupts.installed():
         interrupts.install("Stopped.", 0)  # Ctrl-C is how a server is stopped: not an error
         interrupts.stop_with_make()
