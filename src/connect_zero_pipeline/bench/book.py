@@ -3,7 +3,8 @@
 What ``solve --analyze`` answers (every move's exact score) with one solver for all the
 positions, as the command keeps one for all its lines:
 
-- ``plies_0_4``: every position of plies 0 to 4 (1,415; ``--quick``: plies 0 to 2);
+- ``plies_0_4``: every move string of 0 to 4 plies (2,801: each of the 1,415 positions, and
+  its transpositions; ``--quick``: 0 to 2 plies);
 - ``plies_5_12``: 1,000 positions of plies 5 to 12 from uniformly random play (the ply
   uniform too; ``--quick``: 50), each unfinished;
 - ``empty_board``: the empty board with a new solver (the known scores in the line);
