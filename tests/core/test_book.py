@@ -166,3 +166,16 @@ def test_a_book_lookup_answers_only_its_own_ply(book):
     pos, mask = moves_to_bitboards("444444333333")  # 12 stones
     found = book_score(np.int64(pos), np.int64(mask), book.keys, book.scores)
     assert found != NO_SCORE and found == Solver(tt_log2=16).solve("444444333333")
+
+
+def test_the_sets_labelling_budget_is_the_books_where_there_is_one():
+    """pons.max_nodes null: every position of the shipped set's games within 100 M nodes with
+    the book; without it, the budget of before (positions before ply 12 are skipped)."""
+    from connect_zero_pipeline.params.pons import BOOK_BUDGET, SEARCH_BUDGET, PonsConfig
+
+    assert PonsConfig().max_nodes is None
+    assert PonsConfig().budget(has_book=True) == BOOK_BUDGET == 100_000_000
+    assert PonsConfig().budget(has_book=False) == SEARCH_BUDGET == 1_000_000
+    assert PonsConfig(max_nodes=0).budget(has_book=False) == 0  # exact, asked for
+    with pytest.raises(ValueError, match="max_nodes must be null or an integer >= 0"):
+        PonsConfig(max_nodes=-1)

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 from ..core.config import check, is_int
 from ..executors.settings import NodeSettings
 
+BOOK_BUDGET = 100_000_000
+"""The labelling budget a position with the opening book: none of the shipped set's is over."""
+SEARCH_BUDGET = 1_000_000
+"""The labelling budget a position without the book (as before it): about a second."""
+
 
 @dataclass(frozen=True)
 class PonsConfig:
@@ -18,12 +23,12 @@ class PonsConfig:
     """Each game starts with a uniformly random number of random moves in this range."""
     min_ply: int = 2
     """Collect positions with at least this many stones."""
-    max_nodes: int = 100_000_000
+    max_nodes: int | None = None
     """Per-position solver budget (nodes, all 7 moves together); over-budget positions are
-    skipped and counted. With the opening book every position of the shipped set's games
-    is within it (the hardest lie just past the book's 12 stones: 25 M nodes, 2 s);
-    without it, most positions before ply 12 are over it (``pons.max_nodes=1000000`` then
-    skips them sooner)."""
+    skipped and counted; 0: none. null: :data:`BOOK_BUDGET` where the machine has the
+    opening book (every position of the shipped set's games is within it: the hardest lie
+    just past the book's 12 stones, 25 M nodes, 2 s), :data:`SEARCH_BUDGET` where it has
+    not (positions before ply 12 are then mostly over any budget: skipped sooner)."""
     chunk_size: int = 32
     """Positions per solver task."""
     tt_log2: int = 22
@@ -50,4 +55,11 @@ class PonsConfig:
             "[lo, hi] with 0 <= lo <= hi <= 41",
         )
         check(0 <= self.min_ply <= 41, "min_ply", self.min_ply, "in [0, 41]")
-        check(self.max_nodes >= 0, "max_nodes", self.max_nodes, ">= 0 (0: no budget)")
+        check(self.max_nodes is None or (is_int(self.max_nodes) and self.max_nodes >= 0),
+              "max_nodes", self.max_nodes, "null or an integer >= 0 (0: no budget)")  # fmt: skip
+
+    def budget(self, has_book: bool) -> int:
+        """``max_nodes``, or its default for a machine with (or without) the opening book."""
+        if self.max_nodes is not None:
+            return self.max_nodes
+        return BOOK_BUDGET if has_book else SEARCH_BUDGET

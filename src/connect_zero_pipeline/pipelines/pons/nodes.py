@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...common.opening_book import solver_spec
+from ...common.opening_book import book_folder, solver_spec
 from ...core.evaluation import PLY_BUCKETS
 from ...core.labelling import (
     SCORE_COLUMNS,
@@ -42,13 +42,14 @@ def pons_labeller(cfg: PonsConfig, cache_dir: str | None, max_nodes: int | None 
     machine's opening book (:mod:`...common.opening_book`)."""
     cache = SolvedCache(Path(cache_dir) if cache_dir else None)
     labeller = Labeller(
-        max_nodes=cfg.max_nodes if max_nodes is None else max_nodes,
+        max_nodes=cfg.budget(book_folder() is not None) if max_nodes is None else max_nodes,
         cache=cache,
         chunk_size=cfg.chunk_size,
         solver=functools.partial(solver_spec, cfg.tt_log2),  # its opening book, if it solves
         run_chunks=chunk_runner(cfg.node),
     )
-    log.info("Solver cache %s: %d positions", cache_dir, len(cache))
+    log.info("Solver cache %s: %d positions; a budget of %s nodes a position", cache_dir,
+             len(cache), f"{labeller.max_nodes:,}" if labeller.max_nodes else "no")  # fmt: skip
     with labeller:
         yield labeller
 
