@@ -141,8 +141,8 @@ def _time_fresh_table(pos, mask) -> tuple[float, float, float]:
     for i in range(n):
         solver.reset()
         start = time.perf_counter()
-        _solve_batch(pos[i : i + 1], mask[i : i + 1], False, 0, solver._tt, solver._shift,
-                     solver._frames, *solver._book, scores, ok, nodes)  # fmt: skip
+        _solve_batch(pos[i : i + 1], mask[i : i + 1], False, 0, *solver._search, scores, ok,
+                     nodes)  # fmt: skip
         total += time.perf_counter() - start
         total_nodes += int(nodes[0])
     # Dispatch cost: an empty batch (no search at all), best of many.
@@ -150,8 +150,7 @@ def _time_fresh_table(pos, mask) -> tuple[float, float, float]:
     best = float("inf")
     for _ in range(200):
         start = time.perf_counter()
-        _solve_batch(empty, empty, False, 0, solver._tt, solver._shift, solver._frames,
-                     *solver._book, scores, ok, nodes)  # fmt: skip
+        _solve_batch(empty, empty, False, 0, *solver._search, scores, ok, nodes)
         best = min(best, time.perf_counter() - start)
     return total / n * 1e6, total_nodes / n, best * 1e6
 

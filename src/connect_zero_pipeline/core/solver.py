@@ -576,11 +576,12 @@ class Solver:
         self.book = book
         """The opening book the search stops at (:mod:`.book`), or None: every position is
         searched (the opening then takes minutes or more)."""
-        book = book or EMPTY
-        self._book = (book.keys, book.scores, book.ply)
         self._shift = 64 - tt_log2
         self._tt = np.zeros(1 << tt_log2, dtype=np.int64)  # [2**tt_log2] key << 8 | bound
         self._frames = np.zeros((_NUM_FRAMES, _FRAME_WIDTH), dtype=np.int64)  # search stack
+        # What every kernel searches with: the table, its hash shift, the stack, the book.
+        keys, scores, ply = (book or EMPTY).keys, (book or EMPTY).scores, (book or EMPTY).ply
+        self._search = (self._tt, self._shift, self._frames, keys, scores, ply)
         self.node_count = 0
         logger.debug(
             "solver transposition table: 2**%d entries (%d MiB)", tt_log2, self._tt.nbytes >> 20
@@ -658,19 +659,7 @@ class Solver:
         scores = np.zeros(n, dtype=np.int8)  # [N]
         ok = np.zeros(n, dtype=np.bool_)  # [N]
         nodes = np.zeros(n, dtype=np.int64)  # [N]
-        _solve_batch(
-            pos,
-            msk,
-            bool(weak),
-            int(max_nodes),
-            self._tt,
-            self._shift,
-            self._frames,
-            *self._book,
-            scores,
-            ok,
-            nodes,
-        )
+        _solve_batch(pos, msk, bool(weak), int(max_nodes), *self._search, scores, ok, nodes)
         return scores, ok, nodes
 
     def analyze_batch(
@@ -696,18 +685,7 @@ class Solver:
         scores = np.zeros((n, WIDTH), dtype=np.int8)  # [N, 7]
         ok = np.zeros(n, dtype=np.bool_)  # [N]
         nodes = np.zeros(n, dtype=np.int64)  # [N]
-        _analyze_batch(
-            pos,
-            msk,
-            int(max_nodes),
-            self._tt,
-            self._shift,
-            self._frames,
-            *self._book,
-            scores,
-            ok,
-            nodes,
-        )
+        _analyze_batch(pos, msk, int(max_nodes), *self._search, scores, ok, nodes)
         return scores, ok, nodes
 
     def column_bounds(self, position: int, mask: int, max_nodes: int = 0):
@@ -730,9 +708,7 @@ class Solver:
         pos, msk = _check_batch([position], [mask])
         lo = np.zeros(WIDTH, dtype=np.int64)
         hi = np.zeros(WIDTH, dtype=np.int64)
-        _bounds_one(
-            pos[0], msk[0], int(max_nodes), self._tt, self._shift, self._frames, *self._book, lo, hi
-        )
+        _bounds_one(pos[0], msk[0], int(max_nodes), *self._search, lo, hi)
         return [None if a == FULL_COLUMN else (int(a), int(b)) for a, b in zip(lo, hi, strict=True)]
 
 
