@@ -580,8 +580,9 @@ class Solver:
         self._tt = np.zeros(1 << tt_log2, dtype=np.int64)  # [2**tt_log2] key << 8 | bound
         self._frames = np.zeros((_NUM_FRAMES, _FRAME_WIDTH), dtype=np.int64)  # search stack
         # What every kernel searches with: the table, its hash shift, the stack, the book.
-        keys, scores, ply = (book or EMPTY).keys, (book or EMPTY).scores, (book or EMPTY).ply
-        self._search = (self._tt, self._shift, self._frames, keys, scores, ply)
+        looked_up = book or EMPTY
+        self._search = (self._tt, self._shift, self._frames, looked_up.keys, looked_up.scores,
+                        looked_up.ply)  # fmt: skip
         self.node_count = 0
         logger.debug(
             "solver transposition table: 2**%d entries (%d MiB)", tt_log2, self._tt.nbytes >> 20
