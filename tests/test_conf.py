@@ -7,7 +7,7 @@ import yaml
 
 from connect_zero_pipeline.common.config_loader import load_parameters
 from connect_zero_pipeline.core.config import defaults
-from connect_zero_pipeline.params.schema import SCHEMA, parse_section, validate_params
+from connect_zero_pipeline.params.schema import SCHEMA, parse_run_params, parse_section
 from tests.helpers import REPO
 
 CONF = REPO / "conf"
@@ -73,10 +73,9 @@ def test_a_default_defined_twice_with_two_values_fails(tmp_path):
 
 
 def test_base_builds_every_stage_config():
-    built = validate_params(load_parameters(CONF))
-    assert set(built) == set(SCHEMA)
-    for section, config in built.items():
-        assert isinstance(config, SCHEMA[section]), section
+    built = parse_run_params(load_parameters(CONF))
+    for section, cls in SCHEMA.items():
+        assert isinstance(getattr(built, section), cls), section
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -90,7 +89,7 @@ def test_an_env_changes_exactly_the_keys_its_file_names(env):
     for key, value in named.items():
         assert merged[key] == value, key
     assert set(merged) == set(base)  # nothing of the recipe is lost
-    validate_params(load_parameters(CONF, env))  # and every stage config builds from it
+    parse_run_params(load_parameters(CONF, env))  # and every stage config builds from it
 
 
 def test_the_gpu_env_keeps_the_recipe_it_does_not_name():
@@ -154,7 +153,7 @@ def test_an_unknown_section_names_the_nearest():
     params = load_parameters(CONF)
     params["selfply"] = {"sims": 3}
     with pytest.raises(ValueError, match=r"unknown parameter 'selfply'. Did you mean 'selfplay'"):
-        validate_params(params)
+        parse_run_params(params)
 
 
 def test_a_nested_key_changes_only_itself():
@@ -171,7 +170,7 @@ def test_every_search_is_one_type():
     """A search is an MCTSConfig wherever it is configured (one definition of each setting)."""
     from connect_zero_pipeline.core.config.search import MCTSConfig
 
-    built = validate_params(load_parameters(CONF))
-    searches = [built["selfplay"].mcts, built["evaluate"].mcts, built["evaluate"].previous.mcts,
-                built["ladder"].mcts, built["scorecard"].mcts]  # fmt: skip
+    built = parse_run_params(load_parameters(CONF))
+    searches = [built.selfplay.mcts, built.evaluate.mcts, built.evaluate.previous.mcts,
+                built.ladder.mcts, built.scorecard.mcts]  # fmt: skip
     assert all(type(s) is MCTSConfig for s in searches)

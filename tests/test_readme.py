@@ -60,7 +60,7 @@ def _merge(base: dict, extra: dict) -> dict:
 def check_kedro(args: list[str], pipelines: set[str], base_params: dict) -> str | None:
     """None if ``kedro <args>`` names an existing subcommand, pipelines, env and valid
     parameters; else what is wrong."""
-    from connect_zero_pipeline.params.schema import validate_params
+    from connect_zero_pipeline.params.schema import parse_run_params
 
     if args[:1] == ["viz"]:
         import kedro_viz  # noqa: F401  (the plugin that provides `kedro viz`)
@@ -84,7 +84,7 @@ def check_kedro(args: list[str], pipelines: set[str], base_params: dict) -> str 
             return f"no env conf/{value}"
         elif name == "--params":
             try:
-                validate_params(_merge(params, _params(value)))
+                parse_run_params(_merge(params, _params(value)))
             except ValueError as exc:
                 return str(exc)
         i += 1

@@ -23,6 +23,7 @@ from connect_zero_pipeline.core.config.selfplay import SEARCH, SelfPlayConfig
 from connect_zero_pipeline.core.config.training import TrainConfig
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search import SearchInputs
 from connect_zero_pipeline.core.search.base import descent_bound
 from connect_zero_pipeline.core.search.compiled import CompiledSearch, compile_backend, network
 from connect_zero_pipeline.core.search.loop import search
@@ -54,11 +55,13 @@ def test_the_compiled_search_is_one_graph_per_step_and_grows_the_eager_tree(kind
     cfg = MCTSConfig(sims=sims, search=kind, dirichlet_eps=0.25 if kind == "puct" else 0.0)
     program = CompiledSearch(cfg, backend="aot_eager")  # AOT: what inductor is given
     breaks, graphs = _breaks(), _graphs()
-    compiled = program(state, pure_fn, root_noise=noise, gumbel=gumbel)
+    compiled = program(state, pure_fn, SearchInputs(noise=noise, gumbel=gumbel))
     assert _breaks() == breaks
     assert _graphs() - graphs == 3
     assert program.counters.graph_calls == sims + 2 <= 3 * sims + 10
-    eager = search(state, pure_fn, cfg, root_noise=noise, gumbel=gumbel, host_sync=False)
+    eager = search(
+        state, pure_fn, cfg, inputs=SearchInputs(noise=noise, gumbel=gumbel), host_sync=False
+    )
     assert torch.equal(compiled.visit_counts, eager.visit_counts)
     assert torch.equal(compiled.root_value, eager.root_value)
     if kind == "gumbel":
@@ -69,7 +72,7 @@ def test_the_compiled_search_is_one_graph_per_step_and_grows_the_eager_tree(kind
         assert torch.equal(getattr(compiled.tree, field)[:, :n], getattr(eager.tree, field)[:, :n])
     # Another move (other positions, same shapes) compiles nothing.
     graphs = _graphs()
-    program(State(*(x.flip(0) for x in state)), pure_fn, root_noise=noise, gumbel=gumbel)
+    program(State(*(x.flip(0) for x in state)), pure_fn, SearchInputs(noise=noise, gumbel=gumbel))
     assert _graphs() == graphs and program.counters.graph_calls == 2 * (sims + 2)
 
 
@@ -145,7 +148,7 @@ def test_a_self_play_move_runs_on_the_meta_device(kind):
                             lambda s, fn, **kw: search(s, fn, cfg.mcts, host_sync=False,
                                                        **kw))  # fmt: skip
         assert all(v.device == meta for v in rows.values()) and after.position.device == meta
-        assert rows["visits"].shape == (6, 7) and rows["action"].shape == (6,)
+        assert rows["target"].shape == (6, 7) and rows["action"].shape == (6,)
     assert _draws_per_step(cfg.mcts) > 7
 
 
@@ -159,7 +162,7 @@ def test_a_compiled_search_runs_on_the_meta_device(kind):
     cfg = MCTSConfig(sims=8, search=kind)
     search(state, evaluate_fn, cfg, host_sync=False)  # the bitboard's tables, made eagerly
     gumbel = torch.zeros(6, 7, device=meta) if kind == "gumbel" else None
-    result = CompiledSearch(cfg, backend="eager")(state, evaluate_fn, gumbel=gumbel)
+    result = CompiledSearch(cfg, backend="eager")(state, evaluate_fn, SearchInputs(gumbel=gumbel))
     assert result.visit_counts.device == meta and result.visit_counts.shape == (6, 7)
 
 
@@ -192,9 +195,9 @@ def test_on_cuda_the_compiled_captured_search_plays_the_eager_games():
     program = CompiledSearch(cfg)  # inductor, a CUDA graph per (batch, network)
     on_gpu = State(*(x.to(cuda) for x in state))
     for _ in range(3):  # warm-up, capture, replay
-        result = program(on_gpu, cuda_fn, gumbel=gumbel.to(cuda))
+        result = program(on_gpu, cuda_fn, SearchInputs(gumbel=gumbel.to(cuda)))
     assert program.counters.replays == 3
-    cpu = search(state, pure_fn, cfg, gumbel=gumbel)
+    cpu = search(state, pure_fn, cfg, inputs=SearchInputs(gumbel=gumbel))
     assert torch.equal(result.visit_counts.cpu(), cpu.visit_counts)
     assert torch.equal(result.action.cpu(), cpu.action)
 
@@ -240,9 +243,9 @@ def test_a_failed_cuda_graph_capture_runs_the_search_compiled_without_it(monkeyp
     cfg = MCTSConfig(sims=4, search="gumbel")
     program = CompiledSearch(cfg, backend="eager", cuda_graph=True)
     with caplog.at_level("WARNING", logger="connect_zero_pipeline.core.search.compiled"):
-        first = program(state, pure_fn, gumbel=gumbel)
-        again = program(state, pure_fn, gumbel=gumbel)
-    eager = search(state, pure_fn, cfg, gumbel=gumbel, host_sync=False)
+        first = program(state, pure_fn, SearchInputs(gumbel=gumbel))
+        again = program(state, pure_fn, SearchInputs(gumbel=gumbel))
+    eager = search(state, pure_fn, cfg, inputs=SearchInputs(gumbel=gumbel), host_sync=False)
     for result in (first, again):
         assert torch.equal(result.visit_counts, eager.visit_counts)
         assert torch.equal(result.action, eager.action)

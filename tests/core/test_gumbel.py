@@ -10,6 +10,7 @@ import torch
 
 from connect_zero_pipeline.core.bitboard import moves_to_bitboards, state_from_moves
 from connect_zero_pipeline.core.config.search import MCTSConfig
+from connect_zero_pipeline.core.search import SearchInputs
 from connect_zero_pipeline.core.search import gumbel as G
 from connect_zero_pipeline.core.search.loop import MCTSPlayer, search
 from connect_zero_pipeline.core.search.reference import reference_mcts
@@ -38,7 +39,7 @@ def test_sequential_halving_spends_exactly_the_budget(m):
         assert schedule[:m] == tuple([0] * min(m, sims))  # every considered action once first
     state = state_from_moves(POSITIONS)
     config = MCTSConfig(sims=23, search="gumbel", gumbel_num_actions=m)
-    result = search(state, pure_fn, config, gumbel=_gumbel(len(POSITIONS), m))
+    result = search(state, pure_fn, config, inputs=SearchInputs(gumbel=_gumbel(len(POSITIONS), m)))
     assert result.visit_counts.sum(1).tolist() == [23] * len(POSITIONS)
     assert (result.visit_counts > 0).sum(1).max() <= m
 
@@ -89,9 +90,11 @@ def test_the_improved_policy_never_lowers_the_expected_value():
 def test_batch_elements_never_interact():
     config = MCTSConfig(sims=19, search="gumbel", gumbel_num_actions=4)
     g = _gumbel(len(POSITIONS), 3)
-    batch = search(state_from_moves(POSITIONS), pure_fn, config, gumbel=g)
+    batch = search(state_from_moves(POSITIONS), pure_fn, config, inputs=SearchInputs(gumbel=g))
     for i, moves in enumerate(POSITIONS):
-        alone = search(state_from_moves([moves]), pure_fn, config, gumbel=g[i : i + 1])
+        alone = search(
+            state_from_moves([moves]), pure_fn, config, inputs=SearchInputs(gumbel=g[i : i + 1])
+        )
         assert torch.equal(alone.visit_counts[0], batch.visit_counts[i]), moves
         assert int(alone.action[0]) == int(batch.action[i])
         assert torch.allclose(alone.action_weights[0], batch.action_weights[i], atol=1e-6)
@@ -101,7 +104,7 @@ def test_batch_elements_never_interact():
 def test_the_batched_search_agrees_with_the_per_node_reference(sims, m):
     config = MCTSConfig(sims=sims, search="gumbel", gumbel_num_actions=m)
     g = _gumbel(len(POSITIONS), sims * 10 + m)
-    result = search(state_from_moves(POSITIONS), pure_fn, config, gumbel=g)
+    result = search(state_from_moves(POSITIONS), pure_fn, config, inputs=SearchInputs(gumbel=g))
     for i, moves in enumerate(POSITIONS):
         counts, value, policy, action = reference_mcts(
             *moves_to_bitboards(moves), pure_fn, config, gumbel=g[i].tolist()

@@ -30,6 +30,7 @@ from connect_zero_pipeline.core.board import WIDTH
 from connect_zero_pipeline.core.config.search import MCTSConfig
 from connect_zero_pipeline.core.inference import torch_evaluate_fn
 from connect_zero_pipeline.core.models import build_model
+from connect_zero_pipeline.core.search import SearchInputs
 from connect_zero_pipeline.core.search.base import ROOT_INDEX, win_value
 from connect_zero_pipeline.core.search.compiled import CompiledSearch
 from connect_zero_pipeline.core.search.loop import MCTSPlayer, search
@@ -461,8 +462,8 @@ def test_without_host_sync_the_tree_is_the_same(kind):
     cfg = MCTSConfig(sims=40, search=kind, dirichlet_eps=0.25 if kind == "puct" else 0.0)
     gumbel = -torch.log(-torch.log(torch.rand(25, 7, generator=torch.Generator().manual_seed(1))))
     runs = [
-        search(state, pure_fn, cfg, torch.Generator().manual_seed(2), gumbel=gumbel,
-               host_sync=host_sync)
+        search(state, pure_fn, cfg, torch.Generator().manual_seed(2),
+               inputs=SearchInputs(gumbel=gumbel), host_sync=host_sync)
         for host_sync in (True, False)
     ]  # fmt: skip
     synced, free = runs
@@ -490,8 +491,6 @@ def test_without_host_sync_the_search_never_reads_the_device(kind):
 
 
 def test_puct_plays_the_most_visited_column_and_learns_the_visit_distribution():
-
-    from connect_zero_pipeline.core.search.base import SearchInputs
     from connect_zero_pipeline.core.search.policies import PUCT
 
     legal = torch.ones(2, 7, dtype=torch.bool)

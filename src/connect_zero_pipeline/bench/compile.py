@@ -39,7 +39,13 @@ from ..core.bitboard import play
 from ..core.config.selfplay import SEARCH, SelfPlayConfig
 from ..core.device import resolve_device, use_tensor_cores
 from ..core.models import build_model
-from ..core.search.compiled import compile_backend, compile_setting, compiled_search, network
+from ..core.search import (
+    SearchInputs,
+    compile_backend,
+    compile_setting,
+    compiled_search,
+    network,
+)
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
 from ..executors import local
 from ..executors.dispatch import play_generation
@@ -80,7 +86,7 @@ def run(args) -> Iterator[dict]:
 
     def move() -> float:
         start = time.perf_counter()
-        result = program(roots, evaluate_fn, root_noise=noise, gumbel=gumbel)
+        result = program(roots, evaluate_fn, SearchInputs(noise=noise, gumbel=gumbel))
         play(roots, result.visit_counts.argmax(1), validate=False)
         if device.type == "cuda":
             torch.cuda.synchronize()

@@ -34,7 +34,7 @@ from ..core.config.search import MCTSConfig
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.inference import torch_evaluate_fn
 from ..core.models import build_model
-from ..core.search.loop import search
+from ..core.search import search
 from ..core.search.reference import reference_mcts
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
 from ..pipelines.structure import section

@@ -26,7 +26,7 @@ from ..core.config.search import MCTSConfig
 from ..core.device import resolve_device
 from ..core.inference import torch_evaluate_fn
 from ..core.models import build_model
-from ..core.search.loop import search
+from ..core.search import search
 from . import figure
 
 PACKAGE = Path(__file__).resolve().parents[1]

@@ -61,8 +61,7 @@ from ..core.config.search import MCTSConfig
 from ..core.device import resolve_device, use_tensor_cores
 from ..core.inference import torch_evaluate_fn
 from ..core.models import build_model
-from ..core.search.compiled import CompiledSearch, network
-from ..core.search.loop import search
+from ..core.search import CompiledSearch, SearchInputs, network, search
 from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure
 from .mcts import _roots
@@ -227,7 +226,7 @@ def _compiled_cell(model, roots, cfg: MCTSConfig, backend: str, extra: dict) -> 
     uncaptured = CompiledSearch(cfg, backend, cuda_graph=False)
 
     def move(search_fn=program):
-        result = search_fn(roots, evaluate_fn, gumbel=gumbel)
+        result = search_fn(roots, evaluate_fn, inputs=SearchInputs(gumbel=gumbel))
         return play(roots, result.action, validate=False), result
 
     # Inductor's CPU kernels report themselves to the profiler only when built to.

@@ -39,7 +39,7 @@ from ..core.bitboard import (
 from ..core.config.search import MCTSConfig
 from ..core.inference import torch_evaluate_fn
 from ..core.players import masked_logits, sample_move
-from ..core.search.loop import search
+from ..core.search import search
 from . import finish, interrupts
 from .board import SOLVER_LEGEND, Analysis, analysis, grid
 from .model_source import CommandError as PlayError

@@ -41,7 +41,7 @@ from .labelling import SCORE_COLUMNS
 from .match import play_match
 from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
 from .progress import progress_bar
-from .search.loop import MCTSPlayer, search
+from .search import MCTSPlayer, search
 
 log = logging.getLogger(__name__)
 

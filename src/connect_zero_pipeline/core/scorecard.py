@@ -25,7 +25,7 @@ from .config.scorecard import ScorecardConfig
 from .evaluation import solver_set_metrics, win_rates
 from .inference import torch_evaluate_fn
 from .players import Player, PolicyPlayer, RandomOpening, RandomPunisher
-from .search.loop import MCTSPlayer
+from .search import MCTSPlayer
 
 
 def _rates(prefix: str, rates: Mapping[str, float]) -> dict[str, float]:

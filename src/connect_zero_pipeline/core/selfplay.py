@@ -52,12 +52,19 @@ from .config.selfplay import SelfPlayConfig, games_per_slot
 from .device import torch_threads
 from .inference import EvaluateFn, make_evaluate_fn
 from .progress import progress_bar
-from .search.base import SearchInputs, win_value
-from .search.compiled import compile_backend, compiled_search, network, use_cache
-from .search.gumbel import gumbel_from_uniforms
-from .search.loop import search
-from .search.noise import dirichlet_from_uniforms, dirichlet_uniform_shape
-from .search.policies import POLICIES
+from .search import (
+    POLICIES,
+    SearchInputs,
+    compile_backend,
+    compiled_search,
+    dirichlet_from_uniforms,
+    dirichlet_uniform_shape,
+    gumbel_from_uniforms,
+    network,
+    search,
+    use_cache,
+    win_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +219,10 @@ def self_play(
     Returns:
         A DataFrame with :data:`COLUMNS` and their dtypes, sorted by
         ``(game, ply)``: ``action`` is the 0-based column played, ``pi_1..pi_7``
-        the normalised root visit counts, ``z`` the final outcome for the side
-        to move, ``root_value`` the search's mean root value (side to move).
+        the search's training target (its policy's action weights, normalised: the root
+        visit counts under PUCT, the improved policy under Gumbel search), ``z`` the
+        final outcome for the side to move, ``root_value`` the search's mean root value
+        (side to move).
     """
     cfg = config or SelfPlayConfig()
     if (evaluate_fn is None) == (model is None):
@@ -303,7 +312,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         "ply": torch.zeros(steps, G, dtype=torch.int64, device=device),
         "episode": torch.zeros(steps, G, dtype=torch.int64, device=device),
         "action": torch.zeros(steps, G, dtype=torch.int64, device=device),
-        "visits": torch.zeros(steps, G, WIDTH, dtype=torch.float32, device=device),
+        "target": torch.zeros(steps, G, WIDTH, dtype=torch.float32, device=device),
         "root_value": torch.zeros(steps, G, dtype=torch.float32, device=device),
         "done": torch.zeros(steps, G, dtype=torch.bool, device=device),
         "reward": torch.zeros(steps, G, dtype=torch.float32, device=device),
@@ -373,7 +382,7 @@ def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: Se
         "ply": sub.ply,
         "episode": episode,
         "action": action,
-        "visits": target,
+        "target": target,
         "root_value": root_value,
         "done": done,
         "reward": step.reward * win_value(step.state.ply, cfg.mcts.win_decay),
@@ -392,8 +401,8 @@ def _to_table(rec, z, complete, b_slot, generation: int, stride: int) -> pd.Data
         return x.transpose(0, 1).reshape(keep.shape[0], *x.shape[2:])[keep].cpu().numpy()
 
     game = b_slot.unsqueeze(0) * stride + rec["episode"]  # (T, G)
-    visits = flat(rec["visits"])  # (R, 7)
-    pi = visits / visits.sum(1, keepdims=True)
+    target = flat(rec["target"])  # (R, 7)
+    pi = target / target.sum(1, keepdims=True)
     cols = {
         "generation": np.full(int(keep.sum()), generation),
         "game": flat(game),

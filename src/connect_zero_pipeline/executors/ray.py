@@ -42,7 +42,7 @@ from ..core.device import use_tensor_cores
 from ..core.inference import make_evaluate_fn
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
-from ..core.search.compiled import compile_backend, network
+from ..core.search import compile_backend, network
 from ..core.selfplay import merge_shards, self_play, shard_slots
 from ..core.solver import SolverSpec
 from .ray_cluster import (

@@ -129,14 +129,3 @@ def node_settings(value: Any) -> list[NodeSettings]:
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         return []
     return [s for f in dataclasses.fields(value) for s in node_settings(getattr(value, f.name))]
-
-
-def validate_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`parse_run_params` as a mapping: section name -> its dataclass, for every
-    section of :data:`SCHEMA` (``resume`` aside).
-
-    Raises:
-        ValueError: as :func:`parse_run_params`.
-    """
-    built = parse_run_params(params)
-    return {section: getattr(built, section) for section in SCHEMA}

@@ -8,11 +8,13 @@ One module per job:
 - :mod:`.rules`: what a resume and an extension may change, and where they write;
 - :mod:`.pinning`: a run reads only its own versions; a repeated run writes nothing;
 - :mod:`.start`: ``model.start_from``, resolved once;
+- :mod:`.ladder_plan`: what a ladder plays (its players, its caches), planned once;
 - :mod:`.context`: :class:`.context.RunContext`, one run as its session plans it;
-- :mod:`.hook`: :class:`.hook.RunLife`, the run's record during its session.
+- :mod:`.hook`: :class:`.hook.RunLife`, the run's record during its session;
+- :mod:`.messages`: the error line a manifest records.
 
-:class:`..session.ProjectSession` plans the :class:`.context.RunContext` and hands it to
-the hooks it registers for its run; the datasets get it through the catalog
+:class:`..session.project_session.ProjectSession` plans the :class:`.context.RunContext`
+and hands it to the hooks it registers for its run; the datasets get it through the catalog
 (:func:`.pinning.pin_outputs`), the command line through the error that ended a run
-(:func:`..errors.run_of`). Nothing reads a module-level run state.
+(:func:`..common.errors.run_of`). Nothing reads a module-level run state.
 """

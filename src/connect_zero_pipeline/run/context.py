@@ -3,7 +3,7 @@
 :func:`plan` builds it once, before anything is written, from the session's merged
 parameters: it validates them (:mod:`..params.schema`), checks a
 resume (:func:`.rules.check_resume`) and resolves the start point (:mod:`.start`). Any
-problem is a :class:`..errors.RunRefused` naming the bad value. Its ``params`` are read
+problem is a :class:`..common.errors.RunRefused` naming the bad value. Its ``params`` are read
 only (:func:`freeze`) and its fields cannot be reassigned (a frozen dataclass); the dicts it
 holds (``resumed``, ``start``, ``ladder``, ``manifest``) are plain: ``manifest`` is the
 run-life hook's own record of the manifest, which the hook updates as it writes it (its

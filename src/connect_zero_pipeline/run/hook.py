@@ -1,6 +1,6 @@
 """``RunLife``: the hook that starts a run's record and the session's calls that end it.
 
-Registered by :class:`..session.ProjectSession` for its run only, with the
+Registered by :class:`..session.project_session.ProjectSession` for its run only, with the
 :class:`.context.RunContext` the session planned. Before the first node
 (``before_pipeline_run``, first of all hooks) it checks what only the run's own arguments
 tell (:func:`.rules.check_attempt`), stops a run with nothing to do

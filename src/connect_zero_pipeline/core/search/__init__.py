@@ -61,3 +61,38 @@ interface), :mod:`.gumbel` (Gumbel search's rules on rows), :mod:`.loop` (the lo
 :func:`.loop.search`, :class:`.loop.MCTSPlayer`), :mod:`.compiled` (the steps compiled) and
 :mod:`.reference` (the slow oracle).
 """
+
+from .base import SearchInputs, SearchResult, win_value
+from .compiled import (
+    CompiledSearch,
+    compile_backend,
+    compile_setting,
+    compiled_search,
+    network,
+    use_cache,
+)
+from .gumbel import gumbel_from_uniforms
+from .loop import MCTSPlayer, search
+from .noise import dirichlet_from_uniforms, dirichlet_uniform_shape
+from .policies import POLICIES, PUCT, Gumbel, Policy
+
+__all__ = [
+    "POLICIES",
+    "PUCT",
+    "CompiledSearch",
+    "Gumbel",
+    "MCTSPlayer",
+    "Policy",
+    "SearchInputs",
+    "SearchResult",
+    "compile_backend",
+    "compile_setting",
+    "compiled_search",
+    "dirichlet_from_uniforms",
+    "dirichlet_uniform_shape",
+    "gumbel_from_uniforms",
+    "network",
+    "search",
+    "use_cache",
+    "win_value",
+]

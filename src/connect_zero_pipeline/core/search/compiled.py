@@ -174,16 +174,11 @@ class CompiledSearch:
         self,
         state: State,
         evaluate_fn: EvaluateFn,
-        root_noise: torch.Tensor | None = None,
-        gumbel: torch.Tensor | None = None,
         inputs: SearchInputs | None = None,
     ) -> SearchResult:
         """As :func:`~.loop.search` with ``host_sync=False`` and this search's policy; the
-        policy's inputs are given (``root_noise``, ``gumbel`` fill theirs), never drawn."""
-        inputs = (inputs or SearchInputs())._replace(
-            **{k: v for k, v in (("noise", root_noise), ("gumbel", gumbel)) if v is not None}
-        )
-        inputs = self.policy.prepare(state, self.config, inputs, None)
+        policy's inputs are given (its noise, its Gumbel variates), never drawn."""
+        inputs = self.policy.prepare(state, self.config, inputs or SearchInputs(), None)
         self.counters.moves += 1
         shape = (state.batch_size, state.device.type)
         if shape not in self._shapes:

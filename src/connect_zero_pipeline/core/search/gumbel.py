@@ -23,8 +23,8 @@ with exactly ``sims`` simulations.
   values are bounded, so the map is fixed rather than taken from the tree).
 
 Every function here works on ``[B, 7]`` rows, one per game (or node), with no
-per-game Python loop; the reference at the bottom is the slow, per-node
-oracle the tests compare with.
+per-game Python loop; :mod:`.reference` holds the slow, per-node oracle the tests compare
+with.
 
 Shapes: B rows, A = 7 actions.
 """

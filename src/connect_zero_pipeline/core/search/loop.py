@@ -69,8 +69,6 @@ def search(
     evaluate_fn: EvaluateFn,
     config: MCTSConfig | None = None,
     generator: torch.Generator | None = None,
-    root_noise: torch.Tensor | None = None,
-    gumbel: torch.Tensor | None = None,
     host_sync: bool | None = None,
     steps: Steps = EAGER,
     policy: Policy | None = None,
@@ -84,12 +82,7 @@ def search(
             the value from the view of each board's side to move.
         config: :class:`MCTSConfig` (default: 32 sims, no noise).
         generator: draws the root Dirichlet noise when ``dirichlet_eps > 0``
-            and ``root_noise`` is not given.
-        root_noise: optional ``[B, 7] float32`` noise distributions (e.g. from
-            per-game streams), mixed in with weight ``dirichlet_eps`` (``inputs.noise``).
-        gumbel: ``config.search == "gumbel"``: optional ``[B, 7]`` Gumbel(0, 1)
-            noise of the root's action sampling (None: no noise, the greedy agent;
-            ``inputs.gumbel``).
+            and ``inputs.noise`` is not given.
         host_sync: whether the loop may read device values on the host (see
             :class:`SearchTree`); None: yes, unless ``steps`` is compiled (stopping early
             and compacting save more than the reads cost, on the CPU and on an H100
@@ -97,7 +90,11 @@ def search(
         steps: how the steps run: :data:`EAGER`, or a compiled search's
             (:class:`~.compiled.CompiledSearch` passes them; never with ``host_sync``).
         policy: the search's :class:`Policy` (default: ``config.search``'s, :data:`POLICIES`).
-        inputs: the policy's :class:`SearchInputs` (``root_noise`` and ``gumbel`` fill theirs).
+        inputs: the policy's :class:`SearchInputs`: ``noise``, ``[B, 7] float32`` root noise
+            distributions (e.g. from per-game streams) mixed in with weight
+            ``dirichlet_eps``; ``gumbel`` (``config.search == "gumbel"``), ``[B, 7]``
+            Gumbel(0, 1) noise of the root's action sampling (None: no noise, the greedy
+            agent); ...
 
     Returns:
         :class:`SearchResult`: root ``visit_counts [B, 7] int32`` summing to
@@ -108,10 +105,6 @@ def search(
     cfg = config or MCTSConfig()
     policy = policy or POLICIES[cfg.search]
     inputs = inputs or SearchInputs()
-    if root_noise is not None:
-        inputs = inputs._replace(noise=root_noise)
-    if gumbel is not None:
-        inputs = inputs._replace(gumbel=gumbel)
     return run_loop(state, evaluate_fn, cfg, host_sync, steps, policy,
                  policy.prepare(state, cfg, inputs, generator))  # fmt: skip
 

@@ -15,8 +15,17 @@ from ..bitboard import State, has_won, legal_mask
 from ..board import WIDTH
 from ..config.search import MCTSConfig
 from ..players import sample_move
-from . import gumbel as G
 from .base import ROOT_INDEX, Level, SearchInputs, SelectFn, check_shape
+from .gumbel import (
+    NodeStats,
+    final_action,
+    improved_policy,
+    interior_action,
+    root_action,
+    root_scores,
+    schedule_table,
+    top_m,
+)
 from .noise import sample_dirichlet
 from .tree import SearchTree
 
@@ -155,7 +164,7 @@ def gumbel_root(t: SearchTree, legal: torch.Tensor, gumbel: torch.Tensor, schedu
     """What Gumbel search fixes at the root: its noise, logits and the Gumbel-Top-k sample."""
     g_noise = gumbel.to(t.prior)
     root_logits = t.prior[:, ROOT_INDEX].clamp_min(1e-30).log()  # (B, 7); a softmax shift
-    considered, num_considered = G.top_m(g_noise, root_logits, legal, t.cfg.gumbel_num_actions)
+    considered, num_considered = top_m(g_noise, root_logits, legal, t.cfg.gumbel_num_actions)
     return GumbelRoot(g_noise, root_logits, considered, num_considered, schedule)
 
 
@@ -175,14 +184,14 @@ def gumbel_rule(tree: SearchTree, root: GumbelRoot) -> SelectFn:
         # a rolled loop), the host looks only if it may.
         if level.depth != 0 and not (tree.host_sync and bool(at_root.all())):
             logits = tree.prior_f[level.node].clamp_min(1e-30).log()  # (B, 7)
-            node = G.NodeStats(logits, legal_c, q, level.visits, value)
-            inner = G.interior_action(node, cfg.c_visit, cfg.c_scale)
+            node = NodeStats(logits, legal_c, q, level.visits, value)
+            inner = interior_action(node, cfg.c_visit, cfg.c_scale)
             if tree.host_sync and not bool(at_root.any()):
                 return inner
-        stats = G.NodeStats(root.logits, legal_c, q, level.visits, value)
-        scores = G.root_scores(root.noise, stats, cfg.c_visit, cfg.c_scale)
+        stats = NodeStats(root.logits, legal_c, q, level.visits, value)
+        scores = root_scores(root.noise, stats, cfg.c_visit, cfg.c_scale)
         needed = _column(root.schedule, level.sim - 1)[root.num_considered]  # (B,)
-        picked = G.root_action(scores, root.considered, level.visits, needed)
+        picked = root_action(scores, root.considered, level.visits, needed)
         return picked if inner is None else torch.where(at_root, picked, inner)
 
     return select
@@ -193,10 +202,10 @@ def gumbel_output(t: SearchTree, root: GumbelRoot, legal: torch.Tensor, counts: 
     cfg = t.cfg
     w_root = t.stats_f[t.children[:, ROOT_INDEX], 1]  # (B, 7)
     q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
-    node = G.NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
-    policy = G.improved_policy(node, cfg.c_visit, cfg.c_scale)
-    scores = G.root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
-    return policy, G.final_action(scores, root.considered, counts)
+    node = NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
+    policy = improved_policy(node, cfg.c_visit, cfg.c_scale)
+    scores = root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
+    return policy, final_action(scores, root.considered, counts)
 
 
 class Gumbel(Policy):
@@ -212,7 +221,7 @@ class Gumbel(Policy):
         if gumbel is None:
             gumbel = torch.zeros(state.batch_size, WIDTH, device=state.device)
         check_shape("gumbel", gumbel, state.batch_size)
-        schedule = G.schedule_table(cfg.gumbel_num_actions, cfg.sims, state.device)
+        schedule = schedule_table(cfg.gumbel_num_actions, cfg.sims, state.device)
         return inputs._replace(gumbel=gumbel, schedule=schedule)  # schedule: (m + 1, sims)
 
     def root(self, t, legal, live, inputs):

@@ -36,7 +36,7 @@ from ...core.evaluation import evaluate_candidate, previous_match
 from ...core.inference import make_evaluate_fn
 from ...core.models import build_model, count_parameters
 from ...core.pons_files import label_positions
-from ...core.search.compiled import compile_backend
+from ...core.search import compile_backend
 from ...core.selfplay import COLUMNS, empty_games_table
 from ...core.training import games_to_tensors, train_model, train_steps
 from ...executors.dispatch import play_generation

@@ -36,7 +36,7 @@ from ...core.ladder import MatchCache, opening_key, play_pair, random_openings
 from ...core.players import PolicyPlayer, make_player
 from ...core.progress import progress_bar
 from ...core.ratings import Games, bootstrap_intervals, fit_elo, ratings_table
-from ...core.search.loop import MCTSPlayer
+from ...core.search import MCTSPlayer
 from ...executors.dispatch import chunk_runner
 from ...params.ladder import LadderConfig
 from ...params.schema import parse_section
