@@ -20,8 +20,7 @@ from connect_zero_pipeline.core.bitboard import (
     initial_state,
     legal_mask,
     moves_to_bitboards,
-    play,
-    random_legal_actions,
+    random_states,
     state_from_moves,
     to_boards,
     top_mask_col,
@@ -58,18 +57,6 @@ def pure_fn(boards: torch.Tensor):
     logits = s.sum(1).float() / 8.0  # (B, 7)
     value = torch.tanh(s.sum((1, 2)).float() / 40.0)  # (B,)
     return logits, value
-
-
-def random_positions(num: int, max_plies: int, seed: int) -> State:
-    """Unfinished positions after 0..max_plies random moves."""
-    gen = torch.Generator().manual_seed(seed)
-    state = initial_state(num)
-    plies = torch.randint(0, max_plies + 1, (num,), generator=gen)
-    for t in range(max_plies):
-        step = play(state, random_legal_actions(state, gen), validate=False)
-        keep = (plies > t) & ~step.done
-        state = State(*(torch.where(keep, n, o) for n, o in zip(step.state, state, strict=True)))
-    return state
 
 
 # ---------------------------------------------------------------------------
@@ -163,7 +150,7 @@ def test_full_columns_are_never_visited():
 
 
 def test_mixed_plies_batch_independence():
-    positions = random_positions(12, 30, seed=3)
+    positions = random_states(12, 30, seed=3)
     finished = state_from_moves(["1212121"])
     batch = State(*(torch.cat([a, b]) for a, b in zip(positions, finished, strict=True)))
     cfg = MCTSConfig(sims=40)
@@ -178,7 +165,7 @@ def test_matches_the_slow_reference():
     torch.manual_seed(0)
     model = build_model({"arch": "mlp", "hidden": [64, 64]})  # random weights: varied outputs
     evaluate_fn = torch_evaluate_fn(model)
-    state = random_positions(16, 32, seed=5)
+    state = random_states(16, 32, seed=5)
     cfg = MCTSConfig(sims=40, c_puct=1.25)
     result = search(state, evaluate_fn, cfg)
     for i in range(16):
@@ -365,7 +352,7 @@ def test_mcts_player_wins_and_accepts_a_model():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu_and_its_device_path_never_synchronises():
-    state = random_positions(8, 20, seed=2)
+    state = random_states(8, 20, seed=2)
     cuda_state = State(*(x.cuda() for x in state))
 
     def cuda_fn(boards):
@@ -451,7 +438,7 @@ class _NumberWrites(TorchFunctionMode):
 
 
 def _mixed_batch() -> State:
-    positions = random_positions(24, 34, seed=8)
+    positions = random_states(24, 34, seed=8)
     finished = state_from_moves(["1212121"])
     return State(*(torch.cat([a, b]) for a, b in zip(positions, finished, strict=True)))
 

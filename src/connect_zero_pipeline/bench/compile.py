@@ -35,7 +35,7 @@ from dataclasses import replace
 import click
 import torch
 
-from ..core.bitboard import play
+from ..core.bitboard import play, random_states
 from ..core.config.selfplay import SEARCH, SelfPlayConfig
 from ..core.device import resolve_device, use_tensor_cores
 from ..core.models import build_model
@@ -51,7 +51,6 @@ from ..executors import local
 from ..executors.dispatch import play_generation
 from ..pipelines.structure import section
 from . import figure
-from .mcts import _roots
 
 OPTIONS = [
     click.Option(
@@ -79,7 +78,7 @@ def run(args) -> Iterator[dict]:
     model = build_model(spec.config())
     evaluate_fn = network(model, device)
     program = compiled_search(selfplay.mcts, backend)
-    roots = _roots(batch, 10, seed=0)
+    roots = random_states(batch, 10, seed=0)
     roots = type(roots)(*(x.to(device) for x in roots))
     gumbel = torch.zeros(batch, 7, device=device) if selfplay.mcts.search == "gumbel" else None
     noise = None if gumbel is not None else torch.full((batch, 7), 1 / 7, device=device)

@@ -29,7 +29,10 @@ from collections.abc import Iterator
 
 import torch
 
-from ..core.bitboard import State, initial_state, play, random_legal_actions, to_boards
+from ..core.bitboard import (
+    random_states,
+    to_boards,
+)
 from ..core.config.search import MCTSConfig
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.inference import torch_evaluate_fn
@@ -39,18 +42,6 @@ from ..core.search.reference import reference_mcts
 from ..core.selfplay import DEFAULT_NUM_THREADS, self_play
 from ..pipelines.structure import section
 from . import best_rate, figure
-
-
-def _roots(num: int, max_plies: int, seed: int = 0) -> State:
-    """Self-play-like roots: unfinished positions after 0..max_plies random moves."""
-    gen = torch.Generator().manual_seed(seed)
-    state = initial_state(num)
-    plies = torch.randint(0, max_plies + 1, (num,), generator=gen)
-    for t in range(max_plies):
-        step = play(state, random_legal_actions(state, gen), validate=False)
-        keep = (plies > t) & ~step.done
-        state = State(*(torch.where(keep, n, o) for n, o in zip(step.state, state, strict=True)))
-    return state
 
 
 def _recipe() -> SelfPlayConfig:
@@ -69,7 +60,7 @@ def run(args) -> Iterator[dict]:
     torch.manual_seed(0)
     model = build_model("tiny").eval()
     evaluate_fn = torch_evaluate_fn(model)
-    roots = _roots(num_games, 8)
+    roots = random_states(num_games, 8)
     boards = to_boards(roots)  # (B, 6, 7)
     mcts_cfg = MCTSConfig(
         sims=sims, c_puct=recipe.mcts.c_puct, dirichlet_eps=recipe.mcts.dirichlet_eps

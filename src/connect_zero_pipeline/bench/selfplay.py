@@ -56,7 +56,7 @@ from collections.abc import Iterator
 import click
 import torch
 
-from ..core.bitboard import play
+from ..core.bitboard import play, random_states
 from ..core.config.search import MCTSConfig
 from ..core.device import resolve_device, use_tensor_cores
 from ..core.inference import torch_evaluate_fn
@@ -64,7 +64,6 @@ from ..core.models import build_model
 from ..core.search import CompiledSearch, SearchInputs, network, search
 from ..core.selfplay import DEFAULT_NUM_THREADS
 from . import figure
-from .mcts import _roots
 
 SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 """Calls that read a device value on the host: each is a synchronisation on CUDA (``item``,
@@ -153,7 +152,7 @@ def run(args) -> Iterator[dict]:
                                      param_hint="--ways")  # fmt: skip
         ways = [w for w in ways if w[0] in wanted]
     for batch in sizes:
-        roots = _roots(batch, 10, seed=batch)
+        roots = random_states(batch, 10, seed=batch)
         roots = type(roots)(*(x.to(device) for x in roots))
         for sims in sims_list:
             cfg = MCTSConfig(sims=sims, search="gumbel")

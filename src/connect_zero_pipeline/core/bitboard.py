@@ -400,6 +400,19 @@ def random_legal_actions(state: State, generator: torch.Generator | None = None)
     return lut[r]
 
 
+def random_states(num: int, max_plies: int, seed: int = 0) -> State:
+    """``num`` unfinished positions after a uniformly random number (0 to ``max_plies``) of
+    uniformly random legal moves each, seeded (self-play-like roots for tests and benches)."""
+    gen = torch.Generator().manual_seed(seed)
+    state = initial_state(num)
+    plies = torch.randint(0, max_plies + 1, (num,), generator=gen)
+    for t in range(max_plies):
+        step = play(state, random_legal_actions(state, gen), validate=False)
+        keep = (plies > t) & ~step.done
+        state = State(*(torch.where(keep, n, o) for n, o in zip(step.state, state, strict=True)))
+    return state
+
+
 def reset_done(state: State, done: torch.Tensor) -> State:
     """Auto-reset: games flagged in ``done [B] bool`` restart from the empty board."""
     keep = (~done).long()

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import fsspec
-from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
+from kedro.io.core import DatasetError, Version, get_protocol_and_path
+
+from .versioned_file import VersionedPathDataset
 
 
-class PlayPageDataset(AbstractVersionedDataset[dict[str, bytes], Path]):
+class PlayPageDataset(VersionedPathDataset[dict[str, bytes], Path]):
     """Saves ``{relative path: bytes}`` as files of one folder; loads that folder's path.
 
     Example catalog entry::
@@ -33,17 +34,10 @@ class PlayPageDataset(AbstractVersionedDataset[dict[str, bytes], Path]):
         version: Version | None = None,
         metadata: dict[str, Any] | None = None,
     ):
-        protocol, local = get_protocol_and_path(path, version)
+        protocol, _ = get_protocol_and_path(path, version)
         if protocol != "file":
             raise DatasetError(f"PlayPageDataset needs a local path, got {path!r}")
-        self._fs = fsspec.filesystem(protocol)
-        self.metadata = metadata
-        super().__init__(
-            filepath=PurePosixPath(local),
-            version=version,
-            exists_function=self._fs.exists,
-            glob_function=self._fs.glob,
-        )
+        super().__init__(path, version, metadata)
 
     def _describe(self) -> dict[str, Any]:
         return {"path": self._filepath, "version": self._version}
@@ -71,12 +65,5 @@ class PlayPageDataset(AbstractVersionedDataset[dict[str, bytes], Path]):
             target.write_bytes(content)
         self._invalidate_cache()
 
-    def _exists(self) -> bool:
-        try:
-            folder = self._get_load_path()
-        except DatasetError:
-            return False
-        return (Path(folder) / "index.html").is_file()
-
-    def _invalidate_cache(self) -> None:
-        self._fs.invalidate_cache(str(self._filepath))
+    def _present(self, path: str) -> bool:
+        return (Path(path) / "index.html").is_file()

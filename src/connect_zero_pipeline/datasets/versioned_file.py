@@ -1,7 +1,8 @@
-"""``VersionedFileDataset``: the shared base of the project's one-file versioned datasets.
+"""The shared bases of the project's versioned datasets.
 
-Subclasses say how to turn their object into bytes and back; the base class
-does the versioned paths and the filesystem (fsspec). That a version appears
+:class:`VersionedPathDataset`: one path a version (a file, or a folder: the play page), its
+filesystem (fsspec) and whether a version is there. :class:`VersionedFileDataset`: one file
+a version, whose subclasses say how to turn their object into bytes and back. That a version appears
 only when complete is the catalog's work (:class:`.atomic.AtomicDataCatalog`),
 the same for every dataset.
 """
@@ -19,8 +20,9 @@ _DI = TypeVar("_DI")
 _DO = TypeVar("_DO")
 
 
-class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]):
-    """One file per version. Subclasses implement :meth:`_encode` and :meth:`_decode`."""
+class VersionedPathDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]):
+    """One path per version on an fsspec filesystem. A version is there when
+    :meth:`_present` says so of its path (default: the path exists)."""
 
     def __init__(
         self,
@@ -38,6 +40,23 @@ class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]
             exists_function=self._fs.exists,
             glob_function=self._fs.glob,
         )
+
+    def _present(self, path: str) -> bool:
+        return self._fs.exists(path)
+
+    def _exists(self) -> bool:
+        try:
+            path = self._get_load_path()
+        except DatasetError:
+            return False
+        return self._present(str(path))
+
+    def _invalidate_cache(self) -> None:
+        self._fs.invalidate_cache(str(self._filepath))
+
+
+class VersionedFileDataset(VersionedPathDataset[_DI, _DO]):
+    """One file per version. Subclasses implement :meth:`_encode` and :meth:`_decode`."""
 
     # -- what subclasses provide -------------------------------------------------
 
@@ -69,16 +88,6 @@ class VersionedFileDataset(AbstractVersionedDataset[_DI, _DO], Generic[_DI, _DO]
         with self._fs.open(path, "wb") as f:
             f.write(payload)
         self._invalidate_cache()
-
-    def _exists(self) -> bool:
-        try:
-            path = self._get_load_path()
-        except DatasetError:
-            return False
-        return self._fs.exists(str(path))
-
-    def _invalidate_cache(self) -> None:
-        self._fs.invalidate_cache(str(self._filepath))
 
 
 def torch_bytes(obj: Any) -> bytes:
