@@ -47,12 +47,22 @@ def test_every_node_setting_is_routing_or_sent_to_each_shard():
 
 
 def test_the_in_process_path_plays_with_every_setting(monkeypatch):
-    calls = _spy(monkeypatch, dispatch)
+    calls = _spy(monkeypatch, local)  # one worker: the local executor plays in this process
     node = dataclasses.replace(NODE, workers=1)
     dispatch.play_generation(CFG, _model(), 1, node)
     assert len(calls) == 1
     sent = node.shard_kwargs(torch.device("cpu"))
     assert {k: calls[0][k] for k in sent} == sent
+
+
+def test_the_device_path_plays_with_every_setting(monkeypatch):
+    """Off the CPU (a GPU) the run's process plays every game at once, with every setting."""
+    calls: list[dict] = []
+    monkeypatch.setattr(dispatch, "resolve_device", lambda _device: torch.device("cuda"))
+    monkeypatch.setattr(dispatch, "self_play", lambda *a, **kw: calls.append(kw) or "games")
+    assert dispatch.play_generation(CFG, _model(), 1, NODE) == "games"
+    sent = NODE.shard_kwargs(torch.device("cuda"))
+    assert len(calls) == 1 and {k: calls[0][k] for k in sent} == sent
 
 
 def test_compile_eager_in_process_traces_the_search():

@@ -32,12 +32,11 @@ def play_generation(
         return ray_self_play(config, model, generation=generation, node=node, progress=True,
                              stats=stats)  # fmt: skip
     device = resolve_device(node.device)
-    workers = node.local_workers(device)
-    if workers > 1:  # shards on CPU worker processes: the same table, every core busy
-        return local_self_play(config, model, workers=workers, generation=generation, node=node,
-                               progress=True, stats=stats)  # fmt: skip
+    if device.type == "cpu":  # worker processes, every core busy (one: this process)
+        return local_self_play(config, model, workers=node.local_workers(device),
+                               generation=generation, node=node, progress=True, stats=stats)  # fmt: skip
     return self_play(config, model=model, generation=generation, progress=True, stats=stats,
-                     **node.shard_kwargs(device))  # fmt: skip
+                     **node.shard_kwargs(device))  # the device plays every game at once  # fmt: skip
 
 
 def chunk_runner(node: NodeSettings):
