@@ -13,6 +13,7 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.pipeline import Node, Pipeline
 from kedro.runner import SequentialRunner
 
+from connect_zero_pipeline.params.schema import parse_run_params
 from connect_zero_pipeline.session.project_session import chosen_runner
 from connect_zero_pipeline.session.runner import (
     OverlapRunner,
@@ -129,14 +130,15 @@ def test_the_executor_takes_the_highest_priority_first_and_stops_the_running():
 
 
 def test_the_recipe_names_the_runner_unless_the_command_line_does():
-    assert isinstance(recipe_runner({"alphazero": {"overlap": True}}), OverlapRunner)
-    plain = recipe_runner({})
+    overlap = parse_run_params({"alphazero": {"overlap": True}})
+    assert isinstance(recipe_runner(overlap), OverlapRunner)
+    plain = recipe_runner(parse_run_params({}))
     assert type(plain) is SequentialRunner
     named = SequentialRunner()
-    assert chosen_runner(named, {"alphazero": {"overlap": True}}) is named  # --runner wins
-    assert isinstance(chosen_runner(None, {"alphazero": {"overlap": True}}), OverlapRunner)
+    assert chosen_runner(named, overlap) is named  # --runner wins
+    assert isinstance(chosen_runner(None, overlap), OverlapRunner)
     with pytest.raises(ValueError, match="alphazero.overlap must be true or false, got 'yes'"):
-        recipe_runner({"alphazero": {"overlap": "yes"}})
+        parse_run_params({"alphazero": {"overlap": "yes"}})  # refused by the run's plan
 
 
 def test_scorecards_run_one_at_a_time_beside_the_loop_the_newest_first():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from connect_zero_pipeline.params.schema import parse_run_params
 from connect_zero_pipeline.session.generation_runs import plain_repr
 from connect_zero_pipeline.session.summary import (
     REFERENCE,
@@ -37,9 +38,9 @@ def test_reference_line_says_normal_above_below_or_other_recipe():
 
 
 def test_recipe_changes_name_recipe_keys_not_node_keys():
-    assert recipe_changes({}) == []
+    assert recipe_changes(parse_run_params({})) == []
     params = {"selfplay": {"mcts": {"sims": 32}, "node": {"workers": 1}}, "train": {"lr": 0.01}}
-    assert recipe_changes(params) == ["selfplay.mcts.sims", "train.lr"]
+    assert recipe_changes(parse_run_params(params)) == ["selfplay.mcts.sims", "train.lr"]
 
 
 def test_public_sets_become_a_table():
@@ -103,8 +104,8 @@ def test_parent_names_lead_with_the_time_and_differ_for_runs_in_the_same_second(
     from connect_zero_pipeline.session.generation_runs import name_taken, parent_run_name
     from connect_zero_pipeline.tracking.store import empty_store
 
-    args = ({"pipeline_names": ["alphazero"]}, ["gen_001", "gen_000"], {"model": {"seed": 0}},
-            "2026-11-23T10.26.07.123Z")  # fmt: skip
+    args = ({"pipeline_names": ["alphazero"]}, ["gen_001", "gen_000"],
+            parse_run_params({"model": {"seed": 0}}), "2026-11-23T10.26.07.123Z")  # fmt: skip
     name = parent_run_name(*args)
     assert name == "alphazero 10:26:07 seed=0"  # the time within the first 20 characters
     assert parent_run_name(*args, precise=True) == "alphazero 10:26:07.123 seed=0"

@@ -99,7 +99,9 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     # would have removed its semaphores dies too.
     params = cli_params({**FINISHED_RUN, "selfplay.node.workers": 2})
     held = _kill_at(project, ("run", "--params", params), "Generation 2 training on", group=True)
-    assert held and all((SHM / name).exists() for name in held)  # left behind by the kill
+    # It held semaphores, which the kill left behind. (Whether they are still there now is
+    # not asked: any run that starts meanwhile, another test's, removes the dead ones.)
+    assert held
     (run_id,) = set(known_runs(project)) - {earlier_id}
     killed = read_manifest(project, run_id)
     assert killed["status"] == "running"  # killed: it could not record its end
@@ -111,7 +113,7 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     # The resume names only the run: its --params come from the run's manifest.
     resumed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert not [name for name in held if (SHM / name).exists()]  # the resume removed them
+    assert not [name for name in held if (SHM / name).exists()]  # gone: a run's start removes them
     _assert_own_lineage(project, run_id, 2)
     start = _run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet", run_id)
     assert pd.read_parquet(start).empty  # started from scratch: generation 0 has no games

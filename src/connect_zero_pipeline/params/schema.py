@@ -93,14 +93,6 @@ def parse_section(section: str, params: Mapping[str, Any] | None) -> Any:
     return from_params(cls, params, section, default)
 
 
-def section_of(params: Mapping[str, Any], section: str) -> Any:
-    """:func:`parse_section` of the dotted ``section`` of a run's whole merged parameters."""
-    node: Any = params
-    for part in section.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return parse_section(section, node)
-
-
 def parse_run_params(params: Mapping[str, Any]) -> RunParams:
     """Every section of a run's merged parameters, built once into a :class:`RunParams`.
 

@@ -48,6 +48,7 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.checkpoint import save_model
+from ..params.schema import RunParams
 from ..run.rules import flatten
 from ..tracking.store import runs_view
 
@@ -61,7 +62,7 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 """The experiment tag that makes MLflow 3's UI open the model-training view (not GenAI)."""
 
 
-def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: str | None,
+def parent_run_name(run_params: dict, steps: list[str], sections: RunParams, run_id: str | None,
                     manifest: dict | None = None, *, precise: bool = False) -> str:  # fmt: skip
     """What the MLflow parent run is called: what tells runs apart first, in the first 20
     characters the runs list may show of a name (its Created column gives the date): the
@@ -101,9 +102,9 @@ def parent_run_name(run_params: dict, steps: list[str], params: dict, run_id: st
     kinds = {parse_step(s)[0] for s in steps}
     seed = None
     if GENERATION in kinds:
-        seed = (params.get("model") or {}).get("seed")
+        seed = sections.model.seed
     elif CHUNK in kinds:
-        seed = ((params.get("reinforce") or {}).get("train") or {}).get("seed")
+        seed = sections.reinforce.train.seed
     if seed is not None:
         parts.append(f"seed={seed}")
     return " ".join(parts)
@@ -156,9 +157,10 @@ class GenerationRunsHook:
         manifest = run.manifest
         # kedro-mlflow tagged the session id; the run's id is this
         self._client.set_tag(self._parent, "run_id", run.run_id)
-        name = parent_run_name(run_params, list(self._pending), run.params, run.run_id, manifest)
+        name = parent_run_name(run_params, list(self._pending), run.sections, run.run_id,
+                               manifest)  # fmt: skip
         if name_taken(self._client, self._experiment, name, self._parent):  # the same second
-            name = parent_run_name(run_params, list(self._pending), run.params, run.run_id,
+            name = parent_run_name(run_params, list(self._pending), run.sections, run.run_id,
                                    manifest, precise=True)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
         extended = manifest.get("extended")

@@ -46,6 +46,7 @@ from kedro.pipeline import Pipeline
 from ..common.errors import NothingToDo, mark_run
 from ..common.internals import session_config, session_hooks
 from ..common.naming import FILTERS
+from ..params.schema import RunParams, parse_run_params
 from ..pipelines.structure import reading
 from ..run.context import plan
 from ..run.hook import RunLife
@@ -94,22 +95,27 @@ class ProjectSession(KedroSession):
         return dict(session_config(self)["parameters"])
 
     def load_context(self):
-        with reading(self.parameters()):  # its checks see the parameters the run builds from
+        """Kedro's context, the pipelines built from this session's parameters: its run's
+        sections once it is planned (no second parse), else parsed here (``kedro ipython``,
+        ``session.load_context()``)."""
+        run = self.life.context
+        sections = run.sections if run is not None else parse_run_params(self.parameters())
+        with reading(sections):
             return super().load_context()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         params = self.parameters()
         root = Path(self.store["project_path"])
         try:
-            with reading(params):
-                names = kwargs.get("pipeline_names") or [kwargs.get("pipeline_name")]
-                run = plan(root, params, self.store.get("env"), self.session_id, names)
-                check_filters(params, kwargs)
+            names = kwargs.get("pipeline_names") or [kwargs.get("pipeline_name")]
+            run = plan(root, params, self.store.get("env"), self.session_id, names)
+            with reading(run.sections):
+                check_filters(kwargs)
                 self._prepare_store(root)
                 self._remove_dead_semaphores()
                 self._register_run_hooks()
                 self.life.begin(run)
-                kwargs["runner"] = chosen_runner(kwargs.get("runner"), run.params)
+                kwargs["runner"] = chosen_runner(kwargs.get("runner"), run.sections)
                 with reopening(run.mlflow_parent):
                     result = super().run(*args, **kwargs)
             self.life.finish()
@@ -162,20 +168,21 @@ class ProjectSession(KedroSession):
         return self.life.fail(error)
 
 
-def chosen_runner(runner: Any, params: dict[str, Any]) -> Any:
+def chosen_runner(runner: Any, sections: RunParams) -> Any:
     """The runner a run uses: the one ``kedro run --runner`` named, else the recipe's
-    (:func:`.session.runner.recipe_runner`: ``kedro run`` without ``--runner`` passes a
-    :class:`.session.runner.RecipeRunner`, a direct ``session.run()`` none)."""
+    (:func:`.session.runner.recipe_runner` of the run's sections: ``kedro run`` without
+    ``--runner`` passes a :class:`.session.runner.RecipeRunner`, a direct ``session.run()``
+    none)."""
     if runner is None:
-        return recipe_runner(params)
+        return recipe_runner(sections)
     if type(runner) is RecipeRunner:
-        return recipe_runner(params, runner.async_io)
+        return recipe_runner(sections, runner.async_io)
     return runner
 
 
-def check_filters(params: dict[str, Any], run_kwargs: dict[str, Any]) -> None:
-    """Filter the run's pipelines as Kedro will, raising Kedro's ``ValueError`` for a name
-    they do not hold (``params`` are the run's, already validated by :func:`.run.plan`)."""
+def check_filters(run_kwargs: dict[str, Any]) -> None:
+    """Filter the run's pipelines (built from the sections being read: :func:`..pipelines.structure.reading`)
+    as Kedro will, raising Kedro's ``ValueError`` for a name they do not hold."""
     asked = {FILTERS[k]: v for k, v in run_kwargs.items() if k in FILTERS and v}
     if not asked:
         return

@@ -42,7 +42,7 @@ from typing import Any
 from kedro.runner import SequentialRunner, ThreadRunner
 
 from ..common.naming import SCORECARD_NODE
-from ..params.schema import section_of
+from ..params.schema import RunParams
 
 
 class RecipeRunner(SequentialRunner):
@@ -55,10 +55,10 @@ class RecipeRunner(SequentialRunner):
         self.async_io = is_async
 
 
-def recipe_runner(params: dict[str, Any], is_async: bool = False):
-    """The runner of the recipe in ``params`` (a run's merged parameters):
+def recipe_runner(sections: RunParams, is_async: bool = False):
+    """The runner of the recipe of a run's parameters (``RunContext.sections``):
     :class:`OverlapRunner` with ``alphazero.overlap``, else ``SequentialRunner``."""
-    if section_of(params, "alphazero").overlap:
+    if sections.alphazero.overlap:
         return OverlapRunner()  # threads: Kedro's async loading does not apply
     return SequentialRunner(is_async=is_async)
 

@@ -35,7 +35,7 @@ from ..common.naming import (
 )
 from ..core.config import values
 from ..core.ratings import ratings_table
-from ..params.schema import parse_section
+from ..params.schema import SCHEMA, RunParams
 from ..run.manifest import generation_metrics
 from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_version
 from ..tracking.store import MLFLOW_PORT, run_url, serving_port, sqlite_path
@@ -224,13 +224,13 @@ def _agent_order(agent: str) -> tuple[int, int]:
     return (0, 0) if agent == "network" else (1, int(agent.removeprefix("mcts") or 0))
 
 
-def recipe_changes(params: dict[str, Any]) -> list[str]:
+def recipe_changes(sections: RunParams) -> list[str]:
     """The recipe keys (:data:`RECIPE_SECTIONS`, ``node`` keys aside) whose value in the
-    run's parameters is not the default's."""
+    run's sections (``RunContext.sections``) is not the default's."""
     changed = []
     for section in RECIPE_SECTIONS:
-        now = values(parse_section(section, params.get(section)))
-        default = values(parse_section(section, None))
+        now = values(getattr(sections, section))
+        default = values(SCHEMA[section]())
         changed += [f"{section}.{k}" for k in now if not k.startswith("node.")
                     and now[k] != default.get(k)]  # fmt: skip
     return changed
@@ -397,7 +397,7 @@ class RunSummaryHook:
             registered=registered_version(client, self._mlflow_run_id)
             if client is not None and "onnx_model_mlflow" in outputs
             else None,
-            recipe_changes=recipe_changes(run.params) if is_alphazero else None,
+            recipe_changes=recipe_changes(run.sections) if is_alphazero else None,
             ratings=_ratings(catalog) if "ladder_ratings" in outputs else None,
             extended=manifest.get("extended"),
             earlier_seconds=manifest.get("wall_seconds") or 0.0,

@@ -8,6 +8,7 @@ from kedro.framework.project import pipelines
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 
+from connect_zero_pipeline.params.schema import parse_run_params
 from connect_zero_pipeline.pipelines.structure import reading
 from connect_zero_pipeline.session.project_session import ProjectSession
 from tests.helpers import store_untouched
@@ -17,7 +18,7 @@ def _alphazero(project, env=None, params=None):
     bootstrap_project(project)
     with ProjectSession.create(project_path=project, env=env, runtime_params=params) as session:
         session.load_context()  # validates the parameters
-        with reading(session.parameters()):  # as its run builds its pipelines
+        with reading(parse_run_params(session.parameters())):  # as its run builds its pipelines
             return pipelines["alphazero"]
 
 

@@ -86,6 +86,7 @@ def test_the_number_of_chunks_shapes_the_dag_and_is_validated(kedro_project):
     from kedro.framework.project import pipelines
     from kedro.framework.startup import bootstrap_project
 
+    from connect_zero_pipeline.params.schema import parse_run_params
     from connect_zero_pipeline.pipelines.structure import reading
     from connect_zero_pipeline.session.project_session import ProjectSession
 
@@ -93,7 +94,7 @@ def test_the_number_of_chunks_shapes_the_dag_and_is_validated(kedro_project):
         bootstrap_project(kedro_project)
         with ProjectSession.create(project_path=kedro_project, runtime_params=params) as session:
             session.load_context()
-            with reading(session.parameters()):
+            with reading(parse_run_params(session.parameters())):
                 return sorted({n.namespace for n in pipelines["reinforce"].nodes if n.namespace})
 
     assert chunks({"reinforce": {"num_chunks": 3}}) == ["rf_000", "rf_001", "rf_002", "rf_003"]
