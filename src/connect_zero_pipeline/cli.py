@@ -25,11 +25,8 @@ import difflib
 import errno
 import importlib.metadata
 import logging
-import os
 import re
-import signal
 import sys
-import threading
 import traceback
 import types
 from pathlib import Path
@@ -43,11 +40,11 @@ from kedro.io.core import DatasetError
 from rich.logging import RichHandler
 
 from .commands import LazyCommand, UnknownName, cli, did_you_mean  # noqa: F401 (Kedro reads cli)
-from .commands.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED
 from .common.errors import Terminated, run_of, unrecorded
 from .common.internals import unknown_nodes
 from .common.project import in_project
 from .common.quiet import drop_log_records
+from .common.stops import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED, TERMINATED, stops_handled
 from .pipeline_registry import pipeline_names
 from .run.messages import error_text
 from .run.rules import resume_arguments
@@ -184,7 +181,7 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     kwargs["runner"] = kwargs.get("runner") or RECIPE_RUNNER  # the session picks the recipe's
     tidy_logs(verbose)
     try:
-        with _stops_handled():
+        with stops_handled():
             return _kedro_run.callback(**kwargs)
     except click.ClickException:
         raise
@@ -227,58 +224,6 @@ def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = T
     click.echo(f"Run {run_id} is recorded as {how}; {when}resume it: make resume RUN={run_id}",
                err=True)  # fmt: skip
     return True
-
-
-STOPPING = "Stopping..."
-"""What a run says at once when a Ctrl-C or a SIGTERM arrives (it ends with ``Interrupted.`` or
-``Terminated.`` once its workers are stopped and its record written)."""
-TERMINATED = "Terminated."
-
-
-class _Stop:
-    """The run's handler of SIGINT and SIGTERM (:func:`_stops_handled`): says
-    :data:`STOPPING` at once, then raises ``KeyboardInterrupt`` (SIGINT) or
-    :class:`.common.errors.Terminated` (SIGTERM) where the main thread is, so both stop the run the
-    same way. A second SIGTERM ends the process at once (its workers die with it; the run,
-    left ``running``, reads as interrupted and resumes whole). Code that must not be cut
-    (``executors.local``'s hand-over of shards) holds the signal and calls
-    :meth:`acknowledge` meanwhile."""
-
-    def __init__(self) -> None:
-        self.said = False
-        self.terminating = False
-
-    def acknowledge(self) -> None:
-        if not self.said:
-            self.said = True
-            with contextlib.suppress(OSError):
-                os.write(sys.stderr.fileno(), f"{STOPPING}\n".encode())
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        if signum == signal.SIGTERM:
-            if self.terminating:
-                os._exit(EXIT_TERMINATED)
-            self.terminating = True
-            self.acknowledge()
-            raise Terminated()
-        self.acknowledge()
-        raise KeyboardInterrupt()
-
-
-@contextlib.contextmanager
-def _stops_handled():
-    """SIGINT and SIGTERM handled by :class:`_Stop` in the block (main thread only), then the
-    handlers that were there before."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stop = _Stop()
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _run_params() -> list[click.Parameter]:

@@ -34,11 +34,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from ..common.stops import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED, TERMINATED
 from ..executors.lifetime import die_with_parent
-
-INTERRUPTED = "Interrupted."
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C
-EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 _exits: dict[int, tuple[str, int]] = {}  # signal -> (message, exit status)
 _cleanups: list[Callable[[], object]] = []
@@ -53,7 +50,7 @@ def install(message: str = INTERRUPTED, status: int = EXIT_INTERRUPTED) -> None:
     """
     global _wake_fd
     _exits[signal.SIGINT] = (message, status)
-    _exits[signal.SIGTERM] = ("Terminated.", EXIT_TERMINATED)
+    _exits[signal.SIGTERM] = (TERMINATED, EXIT_TERMINATED)
     if _wake_fd is None:
         read_end, write_end = os.pipe()
         os.set_blocking(read_end, False)

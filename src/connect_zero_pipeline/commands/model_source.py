@@ -19,13 +19,13 @@ import click
 from ..common import quiet
 from ..common.config_loader import chdir, project_config
 from ..common.project import project_root
+from ..common.stops import EXIT_INTERRUPTED, INTERRUPTED
 from ..run.manifest import RUN_ID, newest_version, run_of_version
 from ..run.start import resolve
 from ..tracking.registry import (
     REGISTRY_PREFIX,  # --model models:/connect-zero@champion
     load_registered,
 )
-from .interrupts import EXIT_INTERRUPTED, INTERRUPTED
 
 DEFAULT_MODEL_ENTRY = "latest_model"  # the export pipeline's default input
 

@@ -22,9 +22,7 @@ import atexit
 import contextlib
 import os
 import queue as queue_module
-import signal
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -36,6 +34,7 @@ import pandas as pd
 import torch
 
 from ..common.internals import kill_pool_workers
+from ..common.stops import deferred, quiet_worker, sigint_blocked
 from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import init_worker_solver, solve_chunk
@@ -46,10 +45,6 @@ from .lifetime import die_with_parent
 from .settings import NodeSettings
 
 
-def _exit_quietly(signum, frame) -> None:
-    os._exit(128 + signum)  # no KeyboardInterrupt traceback: the parent says "Interrupted."
-
-
 def init_worker(parent: int) -> None:
     """Process initializer of every worker: it dies with its parent
     (:func:`.lifetime.die_with_parent`)
@@ -57,8 +52,7 @@ def init_worker(parent: int) -> None:
     this runs, while the worker imports torch, SIGINT is blocked: :class:`_QuietStartProcess`;
     a Ctrl-C that came meanwhile ends it here.)"""
     die_with_parent(parent)
-    signal.signal(signal.SIGINT, _exit_quietly)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    quiet_worker()
 
 
 class _QuietStartProcess(SpawnProcess):
@@ -69,14 +63,14 @@ class _QuietStartProcess(SpawnProcess):
     format); with SIGINT blocked the interrupt waits in the worker until its quiet handler
     is set, and the run's process alone reports it. A process inherits the signal mask of
     the thread that starts it, across ``exec`` too, so the starting thread blocks SIGINT for
-    the moment it starts the process (:func:`_sigint_blocked`). The run's process keeps its
+    the moment it starts the process (:func:`..common.stops.sigint_blocked`). The run's process keeps its
     own handler meanwhile: a Ctrl-C then goes to another of its threads, or waits until the
     start is done, and is never lost (ignoring SIGINT for the moment, as this once did, lost
     a Ctrl-C that landed in it).
     """
 
     def start(self) -> None:
-        with _sigint_blocked():
+        with sigint_blocked():
             return super().start()
 
 
@@ -199,7 +193,7 @@ def local_self_play(
         shard_pool = _shard_pool(workers)
         shard_pool.drain()
         try:
-            with _interrupt_deferred():  # the pool's bookkeeping is never cut half-way
+            with deferred():  # the pool's bookkeeping is never cut half-way
                 futures = {
                     shard_pool.pool.submit(
                         _play_shard, ckpt, config, generation, i, workers, node, progress
@@ -243,62 +237,6 @@ def local_self_play(
     if stats is not None:
         stats["compile_s"] = compile_s
     return merge_shards(tables)
-
-
-@contextlib.contextmanager
-def _interrupt_deferred():
-    """A Ctrl-C or a SIGTERM in the block is raised as it ends, not inside it.
-
-    ``ProcessPoolExecutor.submit`` starts workers and feeds its queues; a KeyboardInterrupt
-    raised in the middle of that left a started worker that never got its shutdown, and
-    closing the pool then waited for it forever. The signal is handed to the handler that
-    was there before once the block is done; meanwhile that handler's ``acknowledge``, if it
-    has one (the run's: ``Stopping...``), is called at once.
-    """
-    caught: list[int] = []
-    previous = {sig: signal.getsignal(sig) for sig in _STOPS}
-
-    def hold(signum, frame) -> None:
-        caught.append(signum)
-        acknowledge = getattr(previous[signum], "acknowledge", None)
-        if acknowledge is not None:
-            acknowledge()
-
-    try:
-        with _signals_handled(hold, _STOPS):
-            yield
-    finally:
-        if caught:
-            signal.raise_signal(caught[0])
-
-
-_STOPS = (signal.SIGINT, signal.SIGTERM)
-"""The signals that stop a run (``kedro run`` handles both as a stop)."""
-
-
-@contextlib.contextmanager
-def _sigint_blocked():
-    """SIGINT blocked in this thread for the block (a signal that comes meanwhile waits)."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-
-@contextlib.contextmanager
-def _signals_handled(handler, signals=(signal.SIGINT,)):
-    """``signals`` go to ``handler`` in the block, then to the handlers that were there before.
-    Off the main thread, where Python cannot change a handler, the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in signals}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _give_up(shard_pool: _ShardPool, stopped: bool = False) -> None:
