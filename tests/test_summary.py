@@ -202,7 +202,7 @@ def test_logs_off_a_terminal_are_one_whole_line_each():
 
     from rich.logging import RichHandler
 
-    from connect_zero_pipeline.cli import tidy_logs
+    from connect_zero_pipeline.commands.run import tidy_logs
 
     root = logging.getLogger()
     saved = list(root.handlers)

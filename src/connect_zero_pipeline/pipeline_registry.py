@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import pkgutil
-
 from kedro.framework.project import find_pipelines
 from kedro.pipeline import Pipeline
 
-from . import pipelines as pipeline_packages
 from .common.naming import DEFAULT_PIPELINE
-
-
-def pipeline_names() -> list[str]:
-    """The pipelines ``--pipelines`` takes, without building any: every package of
-    ``pipelines/`` (what :func:`register_pipelines` finds), and ``__default__``."""
-    found = (m.name for m in pkgutil.iter_modules(pipeline_packages.__path__) if m.ispkg)
-    return [*sorted(found), "__default__"]
 
 
 def register_pipelines() -> dict[str, Pipeline]:

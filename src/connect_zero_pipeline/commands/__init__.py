@@ -1,7 +1,7 @@
 """The project's commands: one click group, ``python -m connect_zero_pipeline <command>``.
 
 :data:`cli` is the group Kedro finds in :mod:`..cli` (so ``kedro <command>`` works too);
-``run`` is Kedro's run command with the project's checks (:mod:`..cli`), the others are
+``run`` is Kedro's run command with the project's checks (:mod:`.run`), the others are
 the modules of this package named in :data:`COMMANDS`. ``--help`` at every level is
 click's, generated from the commands themselves.
 """
@@ -116,7 +116,7 @@ class ProjectCommands(click.Group):
 
 
 COMMANDS = {
-    "run": ("connect_zero_pipeline.cli:run",
+    "run": ("connect_zero_pipeline.commands.run:run",
             "Train and measure: kedro run (--pipelines, --params, --env)."),
     "play": ("connect_zero_pipeline.commands.play:play",
              "Play the trained agent in the terminal, or in the browser with --web."),

@@ -3,7 +3,7 @@ it must not cut, and its worker processes. The one module that sets a signal han
 run (the command-line tools' own, which also wake a blocked read, are
 ``commands.interrupts``'s, with these words and exit statuses).
 
-- :func:`stops_handled`: the run's process (``kedro run``, :mod:`..cli`): :class:`Stop` says
+- :func:`stops_handled`: the run's process (``kedro run``, :mod:`..commands.run`): :class:`Stop` says
   :data:`STOPPING` at once and raises ``KeyboardInterrupt`` (SIGINT) or
   :class:`.errors.Terminated` (SIGTERM) where the main thread is, so both stop the run the
   same way; a second SIGTERM ends the process at once.

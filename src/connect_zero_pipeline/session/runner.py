@@ -46,7 +46,7 @@ from ..params.schema import RunParams
 
 
 class RecipeRunner(SequentialRunner):
-    """What ``kedro run`` passes when no ``--runner`` is given (:mod:`.cli`): the session
+    """What ``kedro run`` passes when no ``--runner`` is given (:mod:`..commands.run`): the session
     replaces it with :func:`recipe_runner` of the run's parameters. Used as it is (a plain
     ``KedroSession``), it is Kedro's ``SequentialRunner``."""
 
