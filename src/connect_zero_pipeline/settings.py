@@ -5,7 +5,7 @@ its module (and MLflow) is imported at their first call, not when a session star
 (:class:`.session.hooks.MlflowPluginHook`). ``ProjectSession``
 (``session/project_session.py``) plans each run once (its parameters validated, a resume checked, its
 start point resolved: :mod:`.run`) and registers the run's own hooks with that plan: the
-run's record (:class:`.run.RunLife`), one MLflow child run per generation
+run's record (:class:`.session.run_life.RunLife`), one MLflow child run per generation
 (:class:`.session.generation_runs.GenerationRunsHook`) and the summary
 (:class:`.session.summary.RunSummaryHook`).
 ``HOOKS`` holds the stateless ones: the pipelines' shape, checked for any session,

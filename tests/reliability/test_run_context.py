@@ -68,7 +68,7 @@ def test_a_run_on_cuda_sets_float32_precision_once_for_its_process(monkeypatch):
     import torch
 
     from connect_zero_pipeline.params.schema import node_settings, parse_run_params
-    from connect_zero_pipeline.run.hook import RunLife
+    from connect_zero_pipeline.session.run_life import RunLife
 
     stages = {s: {"node": {"device": "cpu"}} for s in
               ("selfplay", "train", "evaluate", "pons", "baselines", "scorecard", "ladder")}  # fmt: skip

@@ -10,8 +10,10 @@ One module per job:
 - :mod:`.start`: ``model.start_from``, resolved once;
 - :mod:`.ladder_plan`: what a ladder plays (its players, its caches), planned once;
 - :mod:`.context`: :class:`.context.RunContext`, one run as its session plans it;
-- :mod:`.hook`: :class:`.hook.RunLife`, the run's record during its session;
 - :mod:`.messages`: the error line a manifest records.
+
+The hook that records a run during its session is the session's
+(:class:`..session.run_life.RunLife`), beside the run's other hooks.
 
 :class:`..session.project_session.ProjectSession` plans the :class:`.context.RunContext`
 and hands it to the hooks it registers for its run; the datasets get it through the catalog

@@ -9,7 +9,7 @@ holds (``resumed``, ``start``, ``ladder``, ``manifest``) are plain: ``manifest``
 run-life hook's own record of the manifest, which the hook updates as it writes it (its
 status and its end). :func:`advance`, the one function that moves a run on, makes the next
 context, stage by stage (:data:`STAGES`: planned, claimed,
-pinned, opened, then finished or failed); the run-life hook (:class:`.hook.RunLife`) calls
+pinned, opened, then finished or failed); the run-life hook (:class:`..session.run_life.RunLife`) calls
 it as it claims the run's id, writes its manifest, pins its versions and records the
 MLflow parent and the end.
 """

@@ -8,7 +8,7 @@ the same millisecond cannot share it: the manifest is claimed exclusively
 **The manifest.** At its start a run writes the pipelines, the env, the merged parameters,
 the MLflow parent run, where it started from, the process (host, pid and its start time)
 and a status: ``running``, then ``finished`` or ``failed`` with the error's one line
-(:mod:`.hook`). Every write is atomic (:func:`.core.files.atomic_path`).
+(:mod:`..session.run_life`). Every write is atomic (:func:`.core.files.atomic_path`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``GenerationRunsHook``: a run's MLflow record beyond kedro-mlflow's parent run.
 
 Registered by :class:`.session.project_session.ProjectSession` for its run, with the run's
-:class:`.run.RunLife`. kedro-mlflow opens one run per ``kedro run`` (the
+:class:`.run_life.RunLife`. kedro-mlflow opens one run per ``kedro run`` (the
 parent). For every generation namespace (``gen_001``, ...) this hook opens a
 child run through ``MlflowClient`` (tag ``mlflow.parentRunId``), never through
 MLflow's active-run stack, so the stack kedro-mlflow manages is untouched. A

@@ -8,7 +8,7 @@ that name nothing in the run's pipelines are refused next (Kedro itself filters 
 after its hooks have written), and the MLflow store is prepared.
 
 **The hooks.** Once the run is planned, the session registers the run's own hooks, each
-given the run's :class:`.run.RunLife` (which holds the context): :class:`.run.RunLife`
+given the run's :class:`.run_life.RunLife` (which holds the context): :class:`.run_life.RunLife`
 itself (the manifest, the pinned versions, the start point),
 :class:`.session.generation_runs.GenerationRunsHook` (the MLflow children) and
 :class:`.session.summary.RunSummaryHook` (so a run its plan refuses imports none of MLflow).
@@ -20,10 +20,10 @@ itself (the manifest, the pinned versions, the start point),
 of the session's parameters.
 
 **The end.** The run's manifest says ``finished`` after every hook of the run returned
-(:meth:`.run.RunLife.finish`). Kedro tells hooks of a failure (``on_pipeline_error``) only
+(:meth:`.run_life.RunLife.finish`). Kedro tells hooks of a failure (``on_pipeline_error``) only
 when a node raised an ``Exception``; a run can also fail in a hook (the MLflow store) or be
 stopped with Ctrl-C. The session then calls every project hook's ``on_pipeline_error`` and
-:meth:`.run.RunLife.fail`, so the manifest says ``failed`` with the error and the MLflow
+:meth:`.run_life.RunLife.fail`, so the manifest says ``failed`` with the error and the MLflow
 runs end FAILED in every case, and marks the error with the run's id for the command line
 (:func:`.common.errors.run_of`). A ``--only-missing-outputs`` run whose every output already
 exists stops before it writes anything, says so and returns (:class:`.common.errors.NothingToDo`).
@@ -49,9 +49,9 @@ from ..common.naming import FILTERS
 from ..params.schema import RunParams, parse_run_params
 from ..pipelines.structure import reading
 from ..run.context import plan
-from ..run.hook import RunLife
 from ..run.liveness import remove_dead_semaphores
 from ..tracking.store import prepare_store, store_line
+from .run_life import RunLife
 from .runner import RecipeRunner, recipe_runner
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class ProjectSession(KedroSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.life = RunLife()
-        """The run's context and record (:class:`.run.RunLife`); its context is None until
+        """The run's context and record (:class:`.run_life.RunLife`); its context is None until
         :meth:`run` plans it."""
         self._run_hooks: tuple = ()
 

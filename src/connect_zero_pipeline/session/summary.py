@@ -337,7 +337,7 @@ def _float_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:
 
 class RunSummaryHook:
     """Prints and logs :func:`render` after a successful pipeline run. Registered by the
-    session for its run, with the run's :class:`.run.RunLife`."""
+    session for its run, with the run's :class:`.run_life.RunLife`."""
 
     def __init__(self, life, out=None) -> None:
         self._life = life

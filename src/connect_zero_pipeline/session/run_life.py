@@ -1,12 +1,16 @@
 """``RunLife``: the hook that starts a run's record and the session's calls that end it.
 
-Registered by :class:`..session.project_session.ProjectSession` for its run only, with the
-:class:`.context.RunContext` the session planned. Before the first node
+A run's own hooks live in this package, each given the run's ``RunLife``: this one (the
+manifest, the pinned versions, the start point), :mod:`.generation_runs` (the MLflow
+children) and :mod:`.summary`; :mod:`.hooks` holds those of every session.
+
+Registered by :class:`.project_session.ProjectSession` for its run only, with the
+:class:`..run.context.RunContext` the session planned. Before the first node
 (``before_pipeline_run``, first of all hooks) it checks what only the run's own arguments
-tell (:func:`.rules.check_attempt`), stops a run with nothing to do
-(:func:`.pinning.nothing_to_run`: nothing is written), claims the run's id and writes its
-manifest (:mod:`.manifest`), pins the run's versions and hands the datasets and the nodes
-what they need (:func:`.pinning.pin_outputs`, the catalog entry ``start_point``). The
+tell (:func:`..run.rules.check_attempt`), stops a run with nothing to do
+(:func:`..run.pinning.nothing_to_run`: nothing is written), claims the run's id and writes its
+manifest (:mod:`..run.manifest`), pins the run's versions and hands the datasets and the nodes
+what they need (:func:`..run.pinning.pin_outputs`, the catalog entry ``start_point``). The
 session calls :meth:`RunLife.finish` after every hook of the run returned, so a manifest
 says ``finished`` only after the run's last write, whatever order the hooks run in, and
 :meth:`RunLife.fail` after a failure of any kind.
@@ -23,19 +27,19 @@ from kedro.framework.hooks import hook_impl
 from ..common.errors import NothingToDo
 from ..common.naming import pipeline_names
 from ..params.schema import node_settings
-from . import manifest as manifests  # looked up at each call (the fault sweep wraps them)
-from .context import RunContext, advance, thaw
-from .liveness import this_process
-from .messages import error_line
-from .pinning import nothing_to_run, pin_outputs, steps_done
-from .rules import check_attempt
+from ..run import manifest as manifests  # looked up at each call (the fault sweep wraps them)
+from ..run.context import RunContext, advance, thaw
+from ..run.liveness import this_process
+from ..run.messages import error_line
+from ..run.pinning import nothing_to_run, pin_outputs, steps_done
+from ..run.rules import check_attempt
 
 log = logging.getLogger(__name__)
 
 START_POINT = "start_point"
-"""The catalog entry that hands the nodes the run's start point (:mod:`.start`)."""
+"""The catalog entry that hands the nodes the run's start point (:mod:`..run.start`)."""
 LADDER_PLAN = "ladder_plan"
-"""The catalog entry that hands the ladder's nodes what it plays (:mod:`.ladder_plan`)."""
+"""The catalog entry that hands the ladder's nodes what it plays (:mod:`..run.ladder_plan`)."""
 SOLVER_CACHE = "solver_cache"
 """The catalog entry that hands the solver's nodes its cache folder (``pons.cache_dir``,
 resolved in the plan)."""
