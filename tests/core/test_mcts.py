@@ -482,7 +482,7 @@ def test_puct_plays_the_most_visited_column_and_learns_the_visit_distribution():
 
     legal = torch.ones(2, 7, dtype=torch.bool)
     visits = torch.tensor([[0, 3, 9, 9, 1, 0, 0], [5, 0, 0, 0, 0, 0, 6]])
-    weights, action = PUCT().output(None, None, legal, visits.float(), SearchInputs())
+    weights, action = PUCT().output(None, None, legal, visits.float(), SearchInputs(), None)
     assert action.tolist() == [2, 6]  # PUCT: the most visited; ties go to the lowest column
     assert torch.allclose(weights, visits / visits.sum(1, keepdim=True))
 
@@ -513,20 +513,20 @@ class RoundRobinRoot(Policy):
     ``s`` takes the ``(s - 1) mod n``-th of ``n``: a uniform spread), PUCT below; it plays
     the most visited column and learns from the visit distribution."""
 
-    def root(self, t, legal, live, inputs):
+    def root(self, t, legal, live, inputs, cfg):
         return legal
 
-    def rule(self, t, legal):
-        below = puct_rule(t)
+    def rule(self, t, legal, cfg):
+        below = puct_rule(t, cfg.c_puct)
 
         def select(level):
             k = (level.sim - 1) % legal.sum(1).clamp(min=1)  # (B,)
             turn = (legal.cumsum(1) <= k.unsqueeze(1)).sum(1).clamp(max=6)  # the k-th legal
-            return torch.where(level.node == t.roots, turn, below(level))
+            return torch.where(t.is_root(level.node), turn, below(level))
 
         return select
 
-    def output(self, t, legal, legal_again, counts, inputs):
+    def output(self, t, legal, legal_again, counts, inputs, cfg):
         return visit_weights(counts), most_visited(counts, legal_again)
 
 

@@ -33,7 +33,10 @@ loop its selection rule and makes the one output every search returns
 (:class:`.base.SearchResult`: the move, the action weights, the tree). :class:`.policies.PUCT`
 (AlphaZero: root Dirichlet noise, PUCT, the visits) and :class:`.policies.Gumbel` (Gumbel-Top-k at
 the root, Sequential Halving, the improved policy) are :data:`.policies.POLICIES`; :func:`.loop.search`
-takes ``config.search``'s or any other (``tests/core/test_mcts.py`` adds a third there).
+takes ``config.search``'s or any other (``tests/core/test_mcts.py`` adds a third there). A policy
+reads and writes the tree only through :class:`.tree.SearchTree`'s methods (a node's prior,
+visits and value, the root's edges and prior, whether a node is a root or an edge legal), and
+takes its settings as the loop hands them (``cfg``), never from the tree.
 
 One simulation, for all games together, is three steps of :class:`.tree.SearchTree`:
 ``select`` descends with a selection rule passed in

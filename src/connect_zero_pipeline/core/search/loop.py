@@ -15,36 +15,37 @@ from ..bitboard import State
 from ..board import NUM_CELLS
 from ..config.search import MCTSConfig
 from ..inference import EvaluateFn, torch_evaluate_fn
-from .base import ROOT_INDEX, SearchInputs, SearchResult, descent_bound
+from .base import SearchInputs, SearchResult, descent_bound
 from .policies import POLICIES, Policy
 from .tree import SearchTree, expand_root, open_root
 
 
 def start(t: SearchTree, state: State, evaluate_fn: EvaluateFn, policy: Policy,
-           inputs: SearchInputs):  # fmt: skip
+           inputs: SearchInputs, cfg: MCTSConfig):  # fmt: skip
     """The root, expanded, with the policy's set-up: ``(root, legal [B, 7], live [B])``."""
     legal, live = expand_root(t, state, evaluate_fn)
-    root = policy.root(t, legal, live, inputs)
+    root = policy.root(t, legal, live, inputs, cfg)
     open_root(t, legal, live)
     return root, legal, live
 
 
-def simulate(t: SearchTree, policy: Policy, root, evaluate_fn: EvaluateFn, sim, bound):
+def simulate(t: SearchTree, policy: Policy, root, evaluate_fn: EvaluateFn, sim, bound,
+             cfg: MCTSConfig):  # fmt: skip
     """Simulation ``sim`` (an int, or a 0-d device tensor in a compiled search) for every
     game: select with the policy's rule (at most ``bound`` levels without host reads: an
     int, or a 0-d CPU tensor in a compiled search), expand, backup."""
-    cur, a, nxt, path, depth = t.select(policy.rule(t, root), sim, bound)
+    cur, a, nxt, path, depth = t.select(policy.rule(t, root, cfg), sim, bound)
     leaf = t.expand(sim, evaluate_fn, cur, a, nxt)
     t.backup(leaf, path, depth)
 
 
 def finish(t: SearchTree, policy: Policy, root, inputs: SearchInputs, legal: torch.Tensor,
-            live: torch.Tensor):  # fmt: skip
+            live: torch.Tensor, cfg: MCTSConfig):  # fmt: skip
     """``(visit_counts [B, 7] int32, root_value [B], action_weights [B, 7], action [B])``."""
-    counts = t.stats_f[t.children[:, ROOT_INDEX], 0] * legal  # (B, 7)
-    root_value = torch.where(live, -t.stats[:, ROOT_INDEX, 1] / t.stats[:, ROOT_INDEX, 0], 0.0)
-    weights, action = policy.output(t, root, legal, counts, inputs)
-    return counts.round().to(torch.int32), root_value, weights, action
+    visits, _ = t.root_edges()
+    counts = visits * legal  # (B, 7)
+    weights, action = policy.output(t, root, legal, counts, inputs, cfg)
+    return counts.round().to(torch.int32), t.root_value(live), weights, action
 
 
 class Steps(NamedTuple):
@@ -117,18 +118,19 @@ def run_loop(state, evaluate_fn, cfg, host_sync, steps: Steps, policy: Policy, i
     if host_sync and steps.compiled:
         raise ValueError("a compiled search runs without host synchronisation (host_sync=False)")
     t = SearchTree(state, cfg, host_sync)
-    root, legal, live = steps.start(t, state, evaluate_fn, policy, inputs)
+    root, legal, live = steps.start(t, state, evaluate_fn, policy, inputs, cfg)
     if steps.compiled:  # one graph for every simulation (copies: a view's offset is compiled in)
         sims = torch.arange(t.N, device=dev)
         bounds = torch.tensor([descent_bound(s) for s in range(1, t.N)] or [0])
         for sim in range(1, t.N):
             steps.simulate(t, policy, root, evaluate_fn, sims[sim].clone(),
-                           bounds[sim - 1].clone())  # fmt: skip
+                           bounds[sim - 1].clone(), cfg)  # fmt: skip
     else:
         for sim in range(1, t.N):
             bound = NUM_CELLS if host_sync else descent_bound(sim)
-            steps.simulate(t, policy, root, evaluate_fn, sim, bound)
-    counts, root_value, weights, action = steps.finish(t, policy, root, inputs, legal, live)
+            steps.simulate(t, policy, root, evaluate_fn, sim, bound, cfg)
+    counts, root_value, weights, action = steps.finish(t, policy, root, inputs, legal, live,
+                                                       cfg)  # fmt: skip
     return SearchResult(counts, root_value, t.tree(), weights, action)
 
 

@@ -15,7 +15,7 @@ from ..bitboard import State, has_won, legal_mask
 from ..board import WIDTH
 from ..config.search import MCTSConfig
 from ..players import sample_move
-from .base import ROOT_INDEX, Level, SearchInputs, SelectFn, check_shape
+from .base import Level, SearchInputs, SelectFn, check_shape
 from .gumbel import (
     NodeStats,
     final_action,
@@ -53,14 +53,15 @@ class Policy:
                 generator: torch.Generator | None) -> SearchInputs:  # fmt: skip
         return inputs
 
-    def root(self, t: SearchTree, legal: torch.Tensor, live: torch.Tensor, inputs: SearchInputs):
+    def root(self, t: SearchTree, legal: torch.Tensor, live: torch.Tensor, inputs: SearchInputs,
+             cfg: MCTSConfig):  # fmt: skip
         return None
 
-    def rule(self, t: SearchTree, root) -> SelectFn:
+    def rule(self, t: SearchTree, root, cfg: MCTSConfig) -> SelectFn:
         raise NotImplementedError
 
     def output(self, t: SearchTree, root, legal: torch.Tensor, counts: torch.Tensor,
-               inputs: SearchInputs) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+               inputs: SearchInputs, cfg: MCTSConfig) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
         """``(action_weights [B, 7], action [B])`` from the root's ``counts [B, 7]``."""
         raise NotImplementedError
 
@@ -80,14 +81,13 @@ def most_visited(counts: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return counts.masked_fill(~legal, -1).argmax(1)
 
 
-def puct_rule(tree: SearchTree) -> SelectFn:
+def puct_rule(tree: SearchTree, c_puct: float) -> SelectFn:
     """AlphaZero's PUCT: ``argmax_a Q + c_puct * P * sqrt(N_node) / (1 + N_child)``
     (ties: the lowest column)."""
-    c_puct = tree.cfg.c_puct
 
     def select(level: Level) -> torch.Tensor:
         node = level.node
-        u = tree.prior_f[node] * (tree.stats_f[node, 0].sqrt() * c_puct).unsqueeze(1)
+        u = tree.prior_of(node) * (tree.visits_of(node).sqrt() * c_puct).unsqueeze(1)
         return torch.addcdiv(level.q, u, level.visits + 1.0).argmax(1)
 
     return select
@@ -118,21 +118,18 @@ class PUCT(Policy):
         check_shape("root_noise", noise, state.batch_size)
         return inputs._replace(noise=noise)
 
-    def root(self, t, legal, live, inputs):
+    def root(self, t, legal, live, inputs, cfg):
         if inputs.noise is not None:  # mixed with weight dirichlet_eps
-            eps = t.cfg.dirichlet_eps
-            root_prior = t.prior[:, ROOT_INDEX]
-            t.prior[:, ROOT_INDEX] = (1 - eps) * root_prior + eps * (inputs.noise.to(root_prior)
-                                                                       * legal)  # fmt: skip
+            t.mix_root_prior(inputs.noise, cfg.dirichlet_eps, legal)
         return None
 
-    def rule(self, t, root):
-        return puct_rule(t)
+    def rule(self, t, root, cfg):
+        return puct_rule(t, cfg.c_puct)
 
     def at(self, temperature, generator=None):
         return PUCT(temperature, generator) if temperature else self
 
-    def output(self, t, root, legal, counts, inputs):
+    def output(self, t, root, legal, counts, inputs, cfg):
         action = most_visited(counts, legal)
         if inputs.sample is not None:
             threshold = inputs.uniform.unsqueeze(1) * counts.sum(1, keepdim=True)  # (B, 1)
@@ -160,30 +157,32 @@ def _column(x: torch.Tensor, i: int | torch.Tensor) -> torch.Tensor:
     return x.index_select(1, i.view(1)).squeeze(1)
 
 
-def gumbel_root(t: SearchTree, legal: torch.Tensor, gumbel: torch.Tensor, schedule) -> GumbelRoot:
-    """What Gumbel search fixes at the root: its noise, logits and the Gumbel-Top-k sample."""
-    g_noise = gumbel.to(t.prior)
-    root_logits = t.prior[:, ROOT_INDEX].clamp_min(1e-30).log()  # (B, 7); a softmax shift
-    considered, num_considered = top_m(g_noise, root_logits, legal, t.cfg.gumbel_num_actions)
+def gumbel_root(t: SearchTree, legal: torch.Tensor, gumbel: torch.Tensor, schedule,
+                num_actions: int) -> GumbelRoot:  # fmt: skip
+    """What Gumbel search fixes at the root: its noise, logits and the Gumbel-Top-k sample
+    of ``num_actions`` moves."""
+    prior = t.root_prior()
+    g_noise = gumbel.to(prior)
+    root_logits = prior.clamp_min(1e-30).log()  # (B, 7); a softmax shift
+    considered, num_considered = top_m(g_noise, root_logits, legal, num_actions)
     return GumbelRoot(g_noise, root_logits, considered, num_considered, schedule)
 
 
-def gumbel_rule(tree: SearchTree, root: GumbelRoot) -> SelectFn:
+def gumbel_rule(tree: SearchTree, root: GumbelRoot, cfg: MCTSConfig) -> SelectFn:
     """Gumbel search (:mod:`.gumbel`): Sequential Halving at a game's root, the
     deterministic ``pi' - N / (1 + sum N)`` rule below it. A game that stopped at its
     root keeps choosing the same root edge at later levels."""
-    cfg = tree.cfg
 
     def select(level: Level) -> torch.Tensor:
-        legal_c = level.children != tree.illegal.unsqueeze(1)  # (B, 7)
+        legal_c = tree.legal_edges(level.children)  # (B, 7)
         q = torch.where(legal_c, level.q, torch.zeros_like(level.q))  # ILLEGAL's -inf out
-        value = tree.raw_value_f[level.node]  # (B,)
-        at_root = level.node == tree.roots  # (B,)
+        value = tree.value_of(level.node)  # (B,)
+        at_root = tree.is_root(level.node)  # (B,)
         inner = None
         # At depth 0 every game is at its root; deeper (or at a depth the host does not know:
         # a rolled loop), the host looks only if it may.
         if level.depth != 0 and not (tree.host_sync and bool(at_root.all())):
-            logits = tree.prior_f[level.node].clamp_min(1e-30).log()  # (B, 7)
+            logits = tree.prior_of(level.node).clamp_min(1e-30).log()  # (B, 7)
             node = NodeStats(logits, legal_c, q, level.visits, value)
             inner = interior_action(node, cfg.c_visit, cfg.c_scale)
             if tree.host_sync and not bool(at_root.any()):
@@ -197,12 +196,12 @@ def gumbel_rule(tree: SearchTree, root: GumbelRoot) -> SelectFn:
     return select
 
 
-def gumbel_output(t: SearchTree, root: GumbelRoot, legal: torch.Tensor, counts: torch.Tensor):
+def gumbel_output(t: SearchTree, root: GumbelRoot, legal: torch.Tensor, counts: torch.Tensor,
+                  cfg: MCTSConfig):  # fmt: skip
     """``(improved policy [B, 7], action [B])`` from the root's visits and values."""
-    cfg = t.cfg
-    w_root = t.stats_f[t.children[:, ROOT_INDEX], 1]  # (B, 7)
+    _, w_root = t.root_edges()  # (B, 7)
     q_root = torch.where(legal, w_root / counts.clamp(min=1.0), torch.zeros_like(w_root))
-    node = NodeStats(root.logits, legal, q_root, counts, t.raw_value[:, ROOT_INDEX])
+    node = NodeStats(root.logits, legal, q_root, counts, t.root_evaluation())
     policy = improved_policy(node, cfg.c_visit, cfg.c_scale)
     scores = root_scores(root.noise, node, cfg.c_visit, cfg.c_scale)
     return policy, final_action(scores, root.considered, counts)
@@ -224,14 +223,14 @@ class Gumbel(Policy):
         schedule = schedule_table(cfg.gumbel_num_actions, cfg.sims, state.device)
         return inputs._replace(gumbel=gumbel, schedule=schedule)  # schedule: (m + 1, sims)
 
-    def root(self, t, legal, live, inputs):
-        return gumbel_root(t, legal, inputs.gumbel, inputs.schedule)
+    def root(self, t, legal, live, inputs, cfg):
+        return gumbel_root(t, legal, inputs.gumbel, inputs.schedule, cfg.gumbel_num_actions)
 
-    def rule(self, t, root):
-        return gumbel_rule(t, root)
+    def rule(self, t, root, cfg):
+        return gumbel_rule(t, root, cfg)
 
-    def output(self, t, root, legal, counts, inputs):
-        return gumbel_output(t, root, legal, counts)
+    def output(self, t, root, legal, counts, inputs, cfg):
+        return gumbel_output(t, root, legal, counts, cfg)
 
 
 POLICIES = {"puct": PUCT(), "gumbel": Gumbel()}

@@ -201,6 +201,52 @@ class SearchTree:
         upd = torch.stack([torch.ones_like(value), value], 2)  # (B, L + 1, 2)
         self.stats_f.index_add_(0, nodes.reshape(-1), upd.reshape(-1, 2))
 
+    # -- what a policy reads and writes (policies.py): the tree's own, never its arrays --
+
+    def prior_of(self, node: torch.Tensor) -> torch.Tensor:
+        """``[B, 7]`` the prior of the nodes at flat indices ``node [B]``."""
+        return self.prior_f[node]
+
+    def visits_of(self, node: torch.Tensor) -> torch.Tensor:
+        """``[B]`` the visit counts of the nodes at flat indices ``node [B]``."""
+        return self.stats_f[node, 0]
+
+    def value_of(self, node: torch.Tensor) -> torch.Tensor:
+        """``[B]`` the network's (or the exact terminal) value of the nodes ``node [B]``."""
+        return self.raw_value_f[node]
+
+    def is_root(self, node: torch.Tensor) -> torch.Tensor:
+        """``[B] bool``: whether each game's node ``node [B]`` is its root."""
+        return node == self.roots
+
+    def legal_edges(self, children: torch.Tensor) -> torch.Tensor:
+        """``[B, 7] bool``: which of the child indices ``children [B, 7]`` are legal moves."""
+        return children != self.illegal.unsqueeze(1)
+
+    def root_prior(self) -> torch.Tensor:
+        """``[B, 7]`` the roots' prior."""
+        return self.prior[:, ROOT_INDEX]
+
+    def root_evaluation(self) -> torch.Tensor:
+        """``[B]`` the roots' network value (side to move's view)."""
+        return self.raw_value[:, ROOT_INDEX]
+
+    def mix_root_prior(self, noise: torch.Tensor, eps: float, legal: torch.Tensor) -> None:
+        """Mix ``noise [B, 7]`` into the roots' prior with weight ``eps``, on legal moves."""
+        root_prior = self.prior[:, ROOT_INDEX]
+        self.prior[:, ROOT_INDEX] = (1 - eps) * root_prior + eps * (noise.to(root_prior) * legal)
+
+    def root_edges(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(visits [B, 7], value sums [B, 7])`` of the roots' children: their Q is
+        ``value sum / visits`` where visited (the one place the root's edges are read)."""
+        stats = self.stats_f[self.children[:, ROOT_INDEX]]  # (B, 7, 2)
+        return stats[..., 0], stats[..., 1]
+
+    def root_value(self, live: torch.Tensor) -> torch.Tensor:
+        """``[B]`` the roots' mean value, side to move's view (0 for a finished game)."""
+        return torch.where(live, -self.stats[:, ROOT_INDEX, 1] / self.stats[:, ROOT_INDEX, 0],
+                           0.0)  # fmt: skip
+
     def tree(self) -> Tree:
         s = self
         return Tree(
