@@ -214,6 +214,19 @@ def _graph(wrapper: nn.Module, config: Any, opset: int, folder: Path | None) -> 
     return data
 
 
+def weights_digest(model_bytes: bytes) -> str:
+    """The sha256 of an ONNX model's weights (its initializers' names and bytes, in name
+    order): the same network exported twice has one digest, whatever its metadata says."""
+    import onnx  # noqa: PLC0415 (onnx: only for an ONNX model)
+
+    proto = onnx.load_from_string(model_bytes)
+    digest = hashlib.sha256()
+    for init in sorted(proto.graph.initializer, key=lambda i: i.name):
+        digest.update(init.name.encode())
+        digest.update(onnx.numpy_helper.to_array(init).tobytes())
+    return digest.hexdigest()
+
+
 def onnx_info(model_bytes: bytes) -> dict[str, Any]:
     """``{"config", "meta", "opset", "producer"}`` of an ONNX model exported by :func:`export_onnx`.
 

@@ -12,7 +12,9 @@ again at a version of its own (:mod:`..run.rules`), so its parent run holds one
 logged model, and the registry one version, per export.
 
 Each save also registers a described version (:mod:`..registry`): the ONNX
-signature, a description, tags and the ``champion`` alias. Its pip requirements
+signature, a description, tags and the ``champion`` alias; unless the same weights are
+registered already (the version tag :data:`..registry.WEIGHTS_TAG`, a digest of the
+weights): then one line names that version, and no new one is made. Its pip requirements
 are stated (:func:`model_requirements`) rather than inferred by MLflow, which
 loads the model in a subprocess to find them (a subprocess per save).
 """
@@ -30,8 +32,15 @@ from kedro_mlflow.io.models import MlflowModelTrackingDataset
 
 from ..common.internals import save_args
 from ..common.naming import pipeline_label
-from ..core.export import onnx_info
-from ..tracking.registry import describe_version, onnx_signature, run_version, version_tags
+from ..core.export import onnx_info, weights_digest
+from ..tracking.registry import (
+    WEIGHTS_TAG,
+    describe_version,
+    onnx_signature,
+    run_version,
+    version_tags,
+    weights_version,
+)
 
 
 def model_requirements() -> list[str]:
@@ -93,11 +102,13 @@ class RunModelDataset(MlflowModelTrackingDataset):
         """
         run = mlflow.active_run()
         name = self._save_args.get("registered_model_name")
+        digest = weights_digest(model.SerializeToString())
         logged = self._logged_model(run)
         if logged is None:
             args = {k: v for k, v in self._save_args.items() if k != "registered_model_name"}
+            args["tags"] = {**args.get("tags", {}), WEIGHTS_TAG: digest}
             if self._files_version():
-                args["tags"] = {**args.get("tags", {}), FILES_TAG: self._files_version()}
+                args["tags"][FILES_TAG] = self._files_version()
             with save_args(self, args):  # logged here, registered below (once)
                 super()._save(model)
         if run is None or not name:  # tracking off, or nothing to register
@@ -106,14 +117,21 @@ class RunModelDataset(MlflowModelTrackingDataset):
         client = mlflow.MlflowClient()
         version = self._registered_version(client, run, logged)
         if version is None:
-            version = _register(model_uri, name)
+            same = weights_version(client, name, digest)
+            if same is not None and same.description:  # registered whole already
+                logging.getLogger(__name__).info(
+                    "%s: these weights are registered already, as version %s: no new version",
+                    name, same.version)  # fmt: skip
+                return
+            version = same or _register(model_uri, name)
 
         meta = onnx_info(model.SerializeToString())["meta"]
         manifest = (self._run.manifest if self._run is not None else None) or {}
         pipelines = manifest.get("pipelines")
         start = (manifest.get("start_from") or {}).get("described")
         run_id = self._run.run_id if self._run is not None else None
-        tags = version_tags(meta, run_id, pipeline_label(pipelines) if pipelines else None, start)
+        tags = version_tags(meta, run_id, pipeline_label(pipelines) if pipelines else None, start,
+                            digest)  # fmt: skip
         describe_version(client, name, str(version.version), tags)
 
     def _logged_model(self, run):
@@ -143,9 +161,14 @@ class RunModelDataset(MlflowModelTrackingDataset):
         """Saved means complete: logged in MLflow run ``run`` (the active run during a run)
         and, when registered, its version described (the description is
         :func:`..registry.describe_version`'s last write)."""
-        if self._logged_model(run) is None:
+        logged = self._logged_model(run)
+        if logged is None:
             return False
-        if not self._save_args.get("registered_model_name"):
+        name = self._save_args.get("registered_model_name")
+        if not name:
             return True
-        version = self._registered_version(mlflow.MlflowClient(), run, self._logged_model(run))
+        client = mlflow.MlflowClient()
+        version = self._registered_version(client, run, logged)
+        if version is None:  # its weights registered before, by another export: that version
+            version = weights_version(client, name, logged.tags.get(WEIGHTS_TAG))
         return version is not None and bool(version.description)

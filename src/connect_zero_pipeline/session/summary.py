@@ -37,7 +37,7 @@ from ..core.config import values
 from ..core.ratings import ratings_table
 from ..params.schema import SCHEMA, RunParams
 from ..run.manifest import generation_metrics
-from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_version
+from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_model_version
 from ..tracking.store import MLFLOW_PORT, run_url, serving_port, sqlite_path
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ def registered_version(client, mlflow_run_id: str) -> dict[str, Any] | None:
     """The version of the registered model that the run with MLflow parent ``mlflow_run_id``
     made, and whether it is the champion (None when it registered none)."""
     try:
-        version = run_version(client, REGISTERED_MODEL, mlflow_run_id)
+        version = run_model_version(client, REGISTERED_MODEL, mlflow_run_id)
         if version is None:
             return None
         champion = client.get_model_version_by_alias(REGISTERED_MODEL, CHAMPION).version

@@ -43,7 +43,11 @@ CHAMPION_METRIC = "solver.acc"
 CHAMPION_BY_TAG = "champion_by"
 """A registered-model tag: ``ladder.elo`` once a ladder moved the champion (``ladder.
 move_champion``); exports then leave the alias alone (unless there is no champion)."""
-TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline", "start_from")
+WEIGHTS_TAG = "weights_sha256"
+"""A version's (and a logged model's) tag: the digest of its weights
+(:func:`~.core.export.weights_digest`). Weights registered once are not registered again."""
+TAG_KEYS = ("generation", "run_id", "solver.acc", "solver.weak_acc", "pipeline", "start_from",
+            WEIGHTS_TAG)  # fmt: skip
 """The tags a registered version may have."""
 
 
@@ -66,9 +70,10 @@ def onnx_signature():
 
 
 def version_tags(meta: dict[str, Any], run_id: str | None, pipeline: str | None,
-                 start_from: str | None = None) -> dict[str, str]:  # fmt: skip
+                 start_from: str | None = None, weights: str | None = None) -> dict[str, str]:  # fmt: skip
     """The tags of a version from its ONNX file's ``meta`` and the run that made it
-    (``start_from``: the trained model that run started from, in words)."""
+    (``start_from``: the trained model that run started from, in words; ``weights``: the
+    digest of its weights)."""
     values = {
         "generation": meta.get("generation"),
         "run_id": run_id,
@@ -76,6 +81,7 @@ def version_tags(meta: dict[str, Any], run_id: str | None, pipeline: str | None,
         "solver.weak_acc": meta.get("solver.weak_acc"),
         "pipeline": pipeline,
         "start_from": start_from,
+        WEIGHTS_TAG: weights,
     }
     return {k: (f"{v:.4f}" if isinstance(v, float) else str(v)) for k, v in values.items()
             if v is not None}  # fmt: skip
@@ -169,6 +175,30 @@ def run_version(client, name: str, mlflow_run_id: str, model_id: str | None = No
     if model_id is not None:  # a version's model_id is not stored by every store: its source is
         found = [v for v in found if v.model_id == model_id or v.source == f"models:/{model_id}"]
     return max(found, key=lambda v: int(v.version)) if found else None
+
+
+def weights_version(client, name: str, digest: str | None):
+    """The version of registered model ``name`` whose weights have ``digest`` (the first
+    registered: weights are registered once), or None."""
+    if not digest:
+        return None
+    found = client.search_model_versions(f"name = '{name}' AND tags.{WEIGHTS_TAG} = '{digest}'")
+    return min(found, key=lambda v: int(v.version)) if found else None
+
+
+def run_model_version(client, name: str, mlflow_run_id: str):
+    """The version of ``name`` that holds a model of MLflow run ``mlflow_run_id``: the newest
+    registered from it, else the one registered earlier with the same weights as a model
+    the run logged (an export of weights already registered adds no version); None."""
+    version = run_version(client, name, mlflow_run_id)
+    if version is not None:
+        return version
+    run = client.get_run(mlflow_run_id)
+    logged = client.search_logged_models(experiment_ids=[run.info.experiment_id],
+                                         filter_string=f"source_run_id = '{mlflow_run_id}'")  # fmt: skip
+    same = [weights_version(client, name, m.tags.get(WEIGHTS_TAG)) for m in logged]
+    same = [v for v in same if v is not None]
+    return max(same, key=lambda v: int(v.version)) if same else None
 
 
 def find_version(client, name: str, ref: str):

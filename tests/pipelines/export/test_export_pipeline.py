@@ -191,6 +191,19 @@ def test_registered_versions_describe_themselves_and_the_champion_is_the_best(pr
         champion = client.get_model_version_by_alias("connect-zero", CHAMPION)
         best = max(range(len(accs)), key=lambda i: (accs[i], -i))
         assert str(champion.version) == str(best + 1)
+    # Weights registered once: two more exports of the last model (seed 2) add no version.
+    from connect_zero_pipeline.tracking.registry import WEIGHTS_TAG, run_model_version
+
+    last = client.get_model_version("connect-zero", "3")
+    for _ in range(2):
+        run_kedro(project, "export")
+    assert sorted(int(v.version) for v in client.search_model_versions("name='connect-zero'")) == [
+        1, 2, 3]  # fmt: skip
+    assert len(last.tags[WEIGHTS_TAG]) == 64
+    parents = [r for r in client.search_runs([client.get_experiment_by_name(
+        "connect_zero_pipeline").experiment_id]) if "mlflow.parentRunId" not in r.data.tags]  # fmt: skip
+    newest = max(parents, key=lambda r: r.info.start_time)
+    assert str(run_model_version(client, "connect-zero", newest.info.run_id).version) == "3"
     # A registered version plays like the model it was exported from.
     network = load_registered("models:/connect-zero/2", project)
     boards = random_positions(64, seed=3)
