@@ -32,16 +32,20 @@ def test_the_table_has_one_row_per_generation_of_the_run(tmp_path):
     write_manifest(tmp_path, {"run_id": ours, "status": "finished", "pipelines": ["alphazero"],
                               "started": "2026-01-01T00:00:00+0000",
                               "params": {"alphazero": {"num_generations": 2}}})  # fmt: skip
-    # A later ladder run trains no generation: the default stays the newest alphazero run.
-    write_manifest(tmp_path, {"run_id": other, "status": "finished", "pipelines": ["ladder"]})
+    # A later ladder run trains no generation: the default stays the newest run with a curve.
+    ladder = "2026-01-03T00.00.00.000Z"
+    write_manifest(tmp_path, {"run_id": ladder, "status": "finished", "pipelines": ["ladder"]})
     status, out, _ = command("curve", "--project", str(tmp_path))
     assert status == 0
     assert "| 2 | 0.600 |" in out
     # The run it shows comes first, and why that one.
     assert out.startswith(f"Run {ours}: alphazero, 2 generations, started 2026-01-01T00:00:00"
-                          "+0000 (the newest finished alphazero run; --run <id> shows another)")  # fmt: skip
+                          "+0000 (the newest run with a learning curve; --run <id> shows another)")  # fmt: skip
     status, out, _ = command("curve", "--project", str(tmp_path), "--run", other)
-    assert status == 0 and out.startswith(f"Run {other}: ladder, started ? (--run)")
+    assert status == 0 and out.startswith(f"Run {other} (--run; it has no manifest in data/runs)")
+    status, out, err = command("curve", "--project", str(tmp_path), "--run", ladder)
+    assert status == 1 and f"Run {ladder}: ladder, started ? (--run)" in out
+    assert "it made no generation" in err
 
 
 def test_each_generation_s_stages_are_timed_and_summed(tmp_path):

@@ -8,9 +8,10 @@ Prints which run it shows first (its id, pipelines, generations, start, and the 
 started from, as resolved when it began: run, generation, registered version), then reads
 the per-generation metric files of one run
 (``data/08_reporting/gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID``
-(see ``data/runs``), by default the newest run with a manifest, or, in a project
-whose runs predate manifests, the newest version of each file. Prints one row
-per generation: solver-set accuracy (strict and weak, by ply bucket), cross
+(see ``data/runs``), by default the newest run with a learning curve (a partial run, one
+of ``--from-nodes`` or ``--namespaces``, has the generations it made; an export or a ladder
+has none, and an earlier run is shown), or, in a project whose runs predate manifests, the
+newest version of each file. Prints one row per generation the run made: solver-set accuracy (strict and weak, by ply bucket), cross
 entropy, value sign accuracy, win rates against RandomPunisher (network alone
 and MCTS), the score against the previous generation, the self-play positions,
 the seconds of self-play (of which compiling the search, where it was compiled), training
@@ -28,7 +29,13 @@ from pathlib import Path
 import click
 
 from ..common.naming import generation_name, pipeline_label
-from ..run.manifest import alphazero_runs, generation_metrics, known_runs, read_manifest
+from ..run.manifest import (
+    curve_generations,
+    generation_metrics,
+    known_runs,
+    newest_curve_run,
+    read_manifest,
+)
 from .runs import PROJECT
 
 COLUMNS = [
@@ -90,13 +97,11 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     columns = COLUMNS + ([(title, None) for title, _ in WRITTEN] if times else [])
     start = _started(project, run_id) if times else None
     rows = []
-    k, so_far = 1, 0.0
-    while True:
+    so_far = 0.0
+    for k in curve_generations(project, run_id):
         stages = {
             s: generation_metrics(project, k, s, run_id) for s in ("eval", "selfplay", "train")
         }
-        if stages["eval"] is None:
-            break
         flat = dict(stages["eval"])
         for stage in ("selfplay", "train"):
             flat.update({f"{stage}.{key}": v for key, v in (stages[stage] or {}).items()})
@@ -119,10 +124,10 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
             else:
                 cells.append(_cell(flat.get(key), key))
         rows.append(cells)
-        k += 1
-    if not rows:
-        raise SystemExit(
-            f"no generation metrics of run {run_id or '(latest)'} under {project}/data"
+    if not rows:  # an export or a ladder: it made no generation
+        raise click.ClickException(
+            f"no generation metrics of run {run_id or '(latest)'} under {project}/data: it "
+            "made no generation (python -m connect_zero_pipeline runs lists the runs)"
         )
     shown = [i for i in range(len(columns)) if i == 0 or any(r[i] != "-" for r in rows)]
     header = "| " + " | ".join(columns[i][0] for i in shown) + " |"
@@ -132,8 +137,8 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
 
 
 @click.command()
-@click.option("--run", "run_id", default=None, help="A run id (default: the newest finished "
-              "alphazero run).")  # fmt: skip
+@click.option("--run", "run_id", default=None, help="A run id (default: the newest run with a "
+              "learning curve).")  # fmt: skip
 @click.option("--times", is_flag=True, help="Add when each generation's model and scorecard "
               "were written (seconds since the run started).")  # fmt: skip
 @PROJECT
@@ -141,11 +146,18 @@ def curve(run_id: str | None, project: Path, times: bool) -> None:
     """Print a run's learning curve (per-generation metrics) as a Markdown table."""
     chosen = "--run"
     if run_id is None:
-        found = alphazero_runs(project)  # a later ladder or export run has no generations
-        run_id = found[-1] if found else None
-        chosen = "the newest finished alphazero run; --run <id> shows another"
+        run_id = newest_curve_run(project)  # a later ladder or export run has no generations
+        chosen = "the newest run with a learning curve; --run <id> shows another"
     click.echo(run_heading(project, run_id, chosen))
     click.echo(curve_table(project, run_id, times))
+
+
+def _span(generations: list[int]) -> str:
+    """``gen_003`` or ``gen_002..gen_004`` (or a list, when there are gaps)."""
+    names = [generation_name(k) for k in generations]
+    if generations == list(range(generations[0], generations[-1] + 1)) and len(names) > 1:
+        return f"{names[0]}..{names[-1]}"
+    return ", ".join(names)
 
 
 def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
@@ -159,8 +171,11 @@ def run_heading(project: Path, run_id: str | None, chosen: str) -> str:
     params = manifest.get("params") or {}
     parts = [pipeline_label(manifest.get("pipelines"))]
     generations = (params.get("alphazero") or {}).get("num_generations")
+    made = curve_generations(project, run_id)
     if generations is not None:
         parts.append(f"{generations} generations")
+    if made and generations is not None and made != list(range(1, generations + 1)):
+        parts.append(f"this run made {_span(made)}")
     parts.append(f"started {manifest.get('started', '?')}")
     # The start as resolved when the run began (an alias may have moved since), else as given.
     resolved = manifest.get("start_from") or {}

@@ -69,7 +69,11 @@ NEXT_COMMANDS = [
     ("make play", "play the model in the browser", "play page"),
     ("make play-cli", "play the model in the terminal", "model"),
     ("make viz", "the pipeline's lineage in kedro-viz", None),
-    ("python -m connect_zero_pipeline curve", "the learning curve as a table", "generation"),
+    (
+        "python -m connect_zero_pipeline curve --run {run}",
+        "the learning curve as a table",
+        "generation",
+    ),
 ]
 
 
@@ -175,9 +179,9 @@ def render(
     have = set(paths) | ({"generation"} if generation is not None else set())
     lines += ["", "### Next", ""]
     lines += [
-        f"- `{command}`: {what}"
+        f"- `{command.format(run=run_id)}`: {what}"
         for command, what, needs in NEXT_COMMANDS
-        if needs is None or needs in have
+        if (needs is None or needs in have) and not ("{run}" in command and run_id is None)
     ]
     return "\n".join(lines) + "\n"
 

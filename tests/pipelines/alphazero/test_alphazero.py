@@ -11,7 +11,7 @@ from kedro.framework.project import pipelines
 
 from connect_zero_pipeline.run.manifest import known_runs, read_manifest
 from connect_zero_pipeline.tracking.store import runs_view
-from tests.helpers import REPO, latest, mlflow_client, run_kedro, versions
+from tests.helpers import REPO, command, latest, mlflow_client, run_kedro, versions
 
 TINY = {
     "alphazero.num_generations": 2,
@@ -126,7 +126,35 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     assert f"/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}" in summary
     assert "- registry: connect-zero version 1, the champion" in summary
     assert "- reference: this run changed the recipe (alphazero.num_generations, " in summary
+    assert f"`python -m connect_zero_pipeline curve --run {run_id}`" in summary
     _execute_notebook(project)
+    _partial_runs_have_their_curves(project, run_id)
+
+
+def _partial_runs_have_their_curves(project, whole: str) -> None:
+    """``curve`` after reruns of part of the run (``--from-nodes``, ``--namespaces``) and an
+    export: each partial run shows the generations it made, and with no ``--run`` the
+    newest run that has a curve, saying which; an export, with none, is passed over."""
+    run_kedro(project, "alphazero", TINY, from_nodes=["gen_002.train"])
+    run_kedro(project, "alphazero", TINY, namespaces=["gen_001"])
+    run_kedro(project, "export")
+    whole_run, from_nodes, namespaces, export = known_runs(project)
+    assert whole_run == whole
+
+    def rows(out: str) -> list[str]:
+        return [line.split("|")[1].strip() for line in out.splitlines()
+                if line.startswith("| ") and not line.startswith("| gen")]  # fmt: skip
+
+    status, out, _ = command("curve", "--project", str(project))
+    assert status == 0 and rows(out) == ["1"], out
+    assert out.startswith(f"Run {namespaces}: alphazero, 2 generations") and (
+        "this run made gen_001" in out and "the newest run with a learning curve" in out)  # fmt: skip
+    status, out, _ = command("curve", "--project", str(project), "--run", from_nodes)
+    assert status == 0 and rows(out) == ["2"] and "this run made gen_002" in out, out
+    status, out, _ = command("curve", "--project", str(project), "--run", whole)
+    assert status == 0 and rows(out) == ["1", "2"] and "this run made" not in out, out
+    status, out, err = command("curve", "--project", str(project), "--run", export)
+    assert status == 1 and f"no generation metrics of run {export}" in out + err
 
 
 def _execute_notebook(project):
