@@ -41,6 +41,7 @@ from ..common.project import in_project
 from ..common.quiet import drop_log_records
 from ..common.stops import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED, TERMINATED, stops_handled
 from ..pipelines import pipeline_names
+from ..run.manifest import manifest_path
 from ..run.messages import error_text
 from ..run.rules import resume_arguments
 from ..tracking.store import store_help, store_problem
@@ -49,7 +50,17 @@ from . import UnknownName, did_you_mean
 VERBOSE_HELP = "Show the full traceback of an error instead of a one-paragraph message."
 
 # Errors of the machine a user can fix (a full disk, a folder without write permission).
-_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+_NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+_ENVIRONMENT_ERRNOS = _NO_SPACE | _NOT_WRITABLE
+
+
+def environment_fix(error: OSError) -> str:
+    """What to do about a full disk or a place that cannot be written, in words."""
+    if error.errno in _NO_SPACE:
+        return "Free space"
+    where = f"{error.filename}" if error.filename else "the project's data/"
+    return f"Make {where} writable (its permission, or a read-only disk)"
 
 
 def env_names(conf_source: str | None) -> list[str] | None:
@@ -108,10 +119,8 @@ def user_error(exc: BaseException, pipelines: list[str]) -> str | None:
     for error in _chain(exc):
         if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
             where = f" ({error.filename})" if error.filename else ""
-            then = "resume the run (below)" if run_of(exc) else "run again"
-            return (
-                f"{error.strerror or error}{where}. Free space or fix the permission, then {then}."
-            )
+            then = "go on as below" if run_of(exc) else "run the same command again"
+            return f"{error.strerror or error}{where}. {environment_fix(error)}, then {then}."
         store = _store_error(error)
         if store:
             return store
@@ -211,10 +220,15 @@ def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = T
         return False
     click.echo(before, err=True, nl=False)
     why = unrecorded(error)
+    if why and not manifest_path(in_project("."), run_id).is_file():  # never recorded at all
+        click.echo(f"Run {run_id} could not be recorded: its manifest cannot be written "
+                   f"({why}), so there is no run to resume. Once data/runs can be written, "
+                   "run the same command again.", err=True)  # fmt: skip
+        return True
     if why:
         click.echo(f"Run {run_id} could not be recorded as {how}: its manifest cannot be "
-                   f"written ({why}). Once data/ can be written again, resume it: make resume "
-                   f"RUN={run_id}", err=True)  # fmt: skip
+                   f"written ({why}). Once data/runs can be written again, resume it: make "
+                   f"resume RUN={run_id}", err=True)  # fmt: skip
         return True
     when = "once fixed, " if fix else ""
     click.echo(f"Run {run_id} is recorded as {how}; {when}resume it: make resume RUN={run_id}",
