@@ -22,7 +22,11 @@ extras=${EXTRAS:-dev,ray,book}
 bin=$venv/bin
 pip=("$bin/python" -m pip)
 
-test -x "$bin/python" || "$python" -m venv "$venv"
+start=$SECONDS
+say() { echo "install: $*"; }  # a line a step: a bare clone's set-up takes about a minute
+
+test -x "$bin/python" || { say "a virtual environment in $venv"; "$python" -m venv "$venv"; }
+say "torch $torch_version, then the project with [$extras] (about a minute from a bare clone)"
 if "${pip[@]}" install --quiet uv >/dev/null 2>&1 && [ -x "$bin/uv" ]; then
   uv=("$bin/uv" pip install --quiet --python "$bin/python" --compile-bytecode)
   wheels=$(mktemp -d)
@@ -47,3 +51,4 @@ else
     "$("$bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" \
     >/dev/null 2>&1 || true
 fi
+say "done in $((SECONDS - start)) s"

@@ -259,7 +259,8 @@ def test_every_bad_analyze_request_is_answered_in_json_of_at_most_1_kb(tmp_path)
         (solver, "GET /analyze?moves=44é HTTP/1.1", 400, "invalid move 'é' (move 3) in '44é'"),
         (solver, "GET /analyze?moves=%E2%82%AC HTTP/1.1", 400, "invalid move '€'"),
         (solver, "GET /analyze?moves=4141414 HTTP/1.1", 400, "the game is over after '4141414'"),
-        (solver, "DELETE /analyze HTTP/1.1", 405, "GET only, not DELETE"),
+        (solver, "DELETE /analyze HTTP/1.1", 405, "GET and HEAD only, not DELETE"),
+        (solver, "\x16\x03\x01 garbage", 400, "Bad HTTP/0.9 request type"),  # a TLS hello
         (servers[0].server_address, "GET /analyze?moves=4 HTTP/1.1", 404, "no solver"),
     ]
     try:
@@ -274,6 +275,8 @@ def test_every_bad_analyze_request_is_answered_in_json_of_at_most_1_kb(tmp_path)
         # A good one still works after them all; other paths keep http.server's answers.
         head, body = _ask(solver, b"GET /analyze?moves=44 HTTP/1.0\r\n\r\n")
         assert head.split()[1] == b"200" and len(json.loads(body)["scores"]) == 7
+        head, body = _ask(solver, b"HEAD /analyze?moves=44 HTTP/1.0\r\n\r\n")  # as GET, no body
+        assert head.split()[1] == b"200" and b"application/json" in head and body == b""
         head, body = _ask(solver, b"GET /nosuch HTTP/1.0\r\n\r\n")
         assert head.split()[1] == b"404" and body.lstrip().startswith(b"<!DOCTYPE")
     finally:

@@ -111,14 +111,20 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
             return
         super().do_GET()
 
+    def do_HEAD(self) -> None:  # /analyze's headers as its GET has them, without the body
+        if self.path.split("?", 1)[0] == "/analyze":
+            self._analyze()
+            return
+        super().do_HEAD()
+
     def _not_allowed(self) -> None:
         """Any method but GET and HEAD: 405, naming what the address answers (``/analyze`` in
         JSON, as its other answers); a body sent with it is not read, and the connection
         closes."""
         self.close_connection = True
         if self.path.split("?", 1)[0] == "/analyze":
-            self._json(405, {"error": f"/analyze answers GET only, not {self.command}"},
-                       {"Allow": "GET"})  # fmt: skip
+            self._json(405, {"error": f"/analyze answers GET and HEAD only, not {self.command}"},
+                       {"Allow": "GET, HEAD"})  # fmt: skip
         else:
             self.send_response(405)
             self.send_header("Allow", "GET, HEAD")
@@ -152,8 +158,12 @@ class _PageHandler(http.server.SimpleHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None):
         """An error about ``/analyze`` in JSON, as its other answers, whatever found it (an
         oversized request line included: http.server's 414 comes before any parsing); any
-        other path's, http.server's HTML page."""
-        if not self._asks_analyze():
+        other path's, http.server's HTML page; a request line that is no request at all (no
+        method and path to read), a JSON line too: no page asked for one."""
+        garbage = getattr(self, "command", None) is None and code == 400
+        if garbage:  # http.server took it for HTTP/0.9, whose answers have no status line
+            self.request_version = "HTTP/1.0"
+        if not self._asks_analyze() and not garbage:
             super().send_error(code, message, explain)
             return
         if code == 414:
