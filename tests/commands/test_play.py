@@ -370,8 +370,8 @@ def test_web_serves_the_page_on_loopback(tmp_path):
             while chunk := conn.recv(4096):
                 answer += chunk
         head, _, body = answer.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.0 405") and b"Allow: GET\r\n" in head + b"\r\n"
-        assert json.loads(body) == {"error": "/analyze answers GET only, not POST"}
+        assert head.startswith(b"HTTP/1.0 405") and b"Allow: GET, HEAD\r\n" in head + b"\r\n"
+        assert json.loads(body) == {"error": "/analyze answers GET and HEAD only, not POST"}
         with urllib.request.urlopen(url) as resp:
             assert resp.status == 200
     finally:
