@@ -233,7 +233,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/offline_wheels.sh download",
                                      description=__doc__.split("\n")[0])  # fmt: skip
     parser.add_argument("dir", nargs="?", type=Path, default=REPO / ".whl")
-    parser.add_argument("--have", type=Path, help="the machine's `pip list --format=freeze`")
+    parser.add_argument("--have", type=Path, action="append", default=None,
+                        help="the machine's `pip list --format=freeze`; given more than once, the "
+                             "packages every machine has (resolved at the first one's versions)")  # fmt: skip
     parser.add_argument("--python", default=".".join(map(str, sys.version_info[:2])),
                         help="the machine's Python, e.g. 3.12 (default: this one's)")  # fmt: skip
     parser.add_argument(
@@ -256,12 +258,17 @@ def main(argv: list[str]) -> int:
     if not re.fullmatch(r"2\.\d+", args.manylinux):
         parser.error(f"--manylinux {args.manylinux!r}: a glibc version such as 2.28")
     machine: dict[str, str] = {}
-    if args.have is not None:
-        if not args.have.is_file():
-            print(f"offline_wheels: --have {args.have}: no such file (the GPU machine's "
+    for freeze in args.have or []:
+        if not freeze.is_file():
+            print(f"offline_wheels: --have {freeze}: no such file (the GPU machine's "
                   "`pip list --format=freeze`)", file=sys.stderr)  # fmt: skip
             return 2
-        machine = have(args.have)
+        found = have(freeze)  # what every machine has, at the first one's version
+        machine = (
+            found
+            if freeze == args.have[0]
+            else {name: version for name, version in machine.items() if name in found}
+        )
     viz = args.have is None or "viz" in args.extra
     reqs = requirements(args.dev or args.have is None, viz)
     if args.have is None:

@@ -28,7 +28,10 @@ def gpu_check():
 
 
 PYTEST_LINES = {
-    "tests/core/test_mcts.py": "tests/core/test_mcts.py::test_sync_free_on_cuda PASSED [100%]\n",
+    "tests/core/test_evaluation.py": (  # the eager part's last file
+        "tests/core/test_mcts.py::test_sync_free_on_cuda PASSED [ 50%]\n"
+        "tests/core/test_evaluation.py::test_on_cuda_scored PASSED [100%]\n"
+    ),
     "tests/core/test_compiled.py": (
         "tests/core/test_compiled.py::test_on_cuda_captured PASSED [ 50%]\n"
         "tests/core/test_compiled.py::test_on_cuda_self_play SKIPPED (no) [100%]\n"
@@ -54,9 +57,11 @@ def test_a_cuda_step_with_a_skipped_test_is_a_step_that_ran(gpu_check, tmp_path,
     gpu_check.step_tests(check, cuda=True)
     row = check.rows[-1]
     assert "skipped" not in row and row["ok"]
-    assert row["tests"] == {"passed": ["test_sync_free_on_cuda", "test_on_cuda_captured"],
-                            "skipped": ["test_on_cuda_self_play"]}  # fmt: skip
-    assert ran == ["tests/core/test_mcts.py", "tests/core/test_compiled.py"]
+    assert row["tests"] == {
+        "passed": ["test_sync_free_on_cuda", "test_on_cuda_scored", "test_on_cuda_captured"],
+        "skipped": ["test_on_cuda_self_play"],
+    }
+    assert ran == ["tests/core/test_evaluation.py", "tests/core/test_compiled.py"]
     row["ok"] = False  # a failed CUDA step fails the check, skipped tests or not
     assert gpu_check.exit_status(check.rows) == 1
     assert "| cuda_tests | yes |" in (tmp_path / "out/summary.md").read_text()
@@ -95,7 +100,7 @@ def test_without_a_c_compiler_the_compiled_steps_say_so_and_give_their_time(
     gpu_check.step_tests(check, cuda=True, compiled=False)
     gpu_check.compiled_cells(check, False, ["selfplay"], "inductor")
     ((test, timeout),) = ran
-    assert test == "tests/core/test_mcts.py" and timeout > gpu_check.EAGER_TEST_S - 20
+    assert test == "tests/core/test_evaluation.py" and timeout > gpu_check.EAGER_TEST_S - 20
     tests, cold, warm = check.rows
     assert tests["ok"] and tests["compiled"] == gpu_check.NEEDS_COMPILER
     assert cold["skipped"] == warm["skipped"] == gpu_check.NEEDS_COMPILER

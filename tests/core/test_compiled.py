@@ -15,7 +15,9 @@ import dataclasses
 
 import pytest
 import torch
+from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.utils import counters
+from torch._higher_order_ops.while_loop import while_loop_op
 
 from connect_zero_pipeline.core.bitboard import State, initial_state
 from connect_zero_pipeline.core.config.search import COMPILE, MCTSConfig
@@ -152,18 +154,46 @@ def test_a_self_play_move_runs_on_the_meta_device(kind):
     assert _draws_per_step(cfg.mcts) > 7
 
 
+def _host_copies(seen: list[str]):
+    """A ``torch.compile`` backend that runs the graphs inductor is given (aten ops, after
+    AOTAutograd) eagerly and notes each op of them that takes a CPU tensor and makes a tensor
+    on another device: a copy from the host, which fails a CUDA graph's capture. The rolled
+    descent's ``while_loop`` is not one: its CPU counter and bound stay on the host."""
+
+    def record(gm: torch.fx.GraphModule, example_inputs):
+        for graph in (m.graph for m in gm.modules() if isinstance(m, torch.fx.GraphModule)):
+            for node in graph.nodes:
+                if node.op != "call_function" or node.target is while_loop_op:
+                    continue
+                ins = [a.meta.get("val") for a in node.all_input_nodes]
+                out = node.meta.get("val")
+                outs = out if isinstance(out, tuple | list) else [out]
+                if any(isinstance(t, torch.Tensor) and t.device.type == "cpu" for t in ins) and any(
+                    isinstance(t, torch.Tensor) and t.device.type != "cpu" for t in outs
+                ):
+                    seen.append(str(node.target))
+        return gm.forward
+
+    return aot_autograd(fw_compiler=record)
+
+
 @pytest.mark.parametrize("kind", ["gumbel", "puct"])
 def test_a_compiled_search_runs_on_the_meta_device(kind):
     # Its only host reads are of the rolled descent's counter and bound, which live on the
-    # CPU: a read of a device value would fail on `meta`, which has none.
+    # CPU: a read of a device value would fail on `meta`, which has none. And nothing is
+    # copied from the host: the first H200's capture failed on the descent's column count.
     meta = torch.device("meta")
     evaluate_fn = torch_evaluate_fn(build_model("tiny").to(meta), meta)
     state = initial_state(6, meta)
     cfg = MCTSConfig(sims=8, search=kind)
     search(state, evaluate_fn, cfg, host_sync=False)  # the bitboard's tables, made eagerly
     gumbel = torch.zeros(6, 7, device=meta) if kind == "gumbel" else None
-    result = CompiledSearch(cfg, backend="eager")(state, evaluate_fn, SearchInputs(gumbel=gumbel))
+    seen: list[str] = []
+    program = CompiledSearch(cfg, backend=_host_copies(seen))
+    result = program(state, evaluate_fn, SearchInputs(gumbel=gumbel))
     assert result.visit_counts.device == meta and result.visit_counts.shape == (6, 7)
+    assert program.counters.graphs_compiled == 3
+    assert seen == []
 
 
 def test_a_training_step_runs_on_the_meta_device():

@@ -144,6 +144,29 @@ def test_the_mcts_agent_is_scored_on_its_most_visited_move():
     assert both == {"strict_acc": 0.0, "weak_acc": 0.0, "count": 2.0}
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_network_on_cuda_searches_the_sets_positions_on_the_cpu():
+    # A scorecard's search tree is on the CPU and its network may be on the GPU (the first
+    # H200's run failed here: a mask on the CPU, logits on CUDA).
+    from connect_zero_pipeline.core.config.search import MCTSConfig
+    from connect_zero_pipeline.core.evaluation import search_agent_metrics
+
+    def prefers(device):
+        def fn(boards):
+            logits = torch.full((boards.shape[0], 7), -4.0, device=device)
+            logits[:, 1] = 4.0
+            return logits, torch.zeros(boards.shape[0], device=device)
+
+        return fn
+
+    table = _labelled(ROWS[2:])
+    for search in ("puct", "gumbel"):
+        cfg = MCTSConfig(sims=16, search=search)
+        on_cuda = search_agent_metrics(prefers(torch.device("cuda")), table, cfg)
+        assert on_cuda == search_agent_metrics(prefers(torch.device("cpu")), table, cfg)
+
+
 def test_missing_columns_are_named():
     with pytest.raises(ValueError, match="lacks column"):
         solver_set_metrics(

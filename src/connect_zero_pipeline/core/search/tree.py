@@ -41,7 +41,8 @@ def evaluate_positions(evaluate_fn: EvaluateFn, position, mask, legal: torch.Ten
             f"evaluate_fn must return logits [M, 7] and value [M] for M={m} boards, "
             f"got {tuple(logits.shape)} and {tuple(value.shape)}"
         )
-    return masked_softmax(logits, legal), value.float()
+    # on the tree's device: a network on the GPU may search a tree on the CPU (a scorecard's)
+    return masked_softmax(logits.to(legal.device), legal), value.to(legal.device).float()
 
 
 class SearchTree:
@@ -143,22 +144,26 @@ class SearchTree:
 
     def _rolled(self, level, bound: torch.Tensor, cur, a, nxt, go, depth):
         """:meth:`select`'s levels after the first as ``while_loop(i < bound)``: the counter
-        ``i`` and ``bound`` live on the CPU, the path is a fixed ``[B, 43]`` tensor."""
+        ``i`` and ``bound`` live on the CPU, the path is a fixed ``[B, 43]`` tensor whose
+        column is counted on the device (``k``): nothing is copied from the host."""
         columns = torch.arange(NUM_CELLS + 1, device=cur.device)  # (43,)
         path = cur.unsqueeze(1).repeat(1, NUM_CELLS + 1)  # (B, 43)
 
-        def body(i, cur, a, nxt, go, depth, path):
+        def body(i, k, cur, a, nxt, go, depth, path):
             depth = depth + go
             cur = torch.where(go, nxt, cur)
-            i = i + 1
+            i, k = i + 1, k + 1
             a, nxt, go = level(None, cur)  # the depth is a tensor: the rule cannot skip work
-            path = torch.where(columns == i.to(cur.device), cur.unsqueeze(1), path)
-            return i, cur, a, nxt, go, depth, path
+            path = torch.where(columns == k, cur.unsqueeze(1), path)
+            return i, k, cur, a, nxt, go, depth, path
 
-        i = torch.zeros((), dtype=torch.int64)  # CPU, as bound
+        i = torch.zeros((), dtype=torch.int64)  # CPU, as bound: the host reads it
+        # the same count on the device, for the path's column: a copy of `i` there would be
+        # a host-to-device copy of pageable memory, which fails a CUDA graph's capture
+        k = torch.zeros((), dtype=torch.int64, device=cur.device)
         # cur is the tree's own `base` at level 0: a copy, as a loop's state may alias nothing.
-        _, cur, a, nxt, _, depth, path = while_loop(
-            lambda i, *_: i < bound, body, (i, cur.clone(), a, nxt, go, depth, path)
+        _, _, cur, a, nxt, _, depth, path = while_loop(
+            lambda i, *_: i < bound, body, (i, k, cur.clone(), a, nxt, go, depth, path)
         )
         return cur, a, nxt, path, depth
 
