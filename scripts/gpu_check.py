@@ -84,7 +84,7 @@ STEPS = (
     Step("bench_compiled", share=0.15),
 )
 """The steps in order. ``setup``'s 60 s are its allowance with ``--bundle`` (12 s for the lent
-GPU machine's 55 wheels, 33 MiB, on a 2-core CPU); without a bundle it only imports (30 s). ``cuda_tests``
+GPU machine's 55 wheels, 33 MiB, on a 2-core CPU; 13.6 s for 60 wheels on the first H200); without a bundle it only imports (30 s). ``cuda_tests``
 compiles two programs with inductor (57 s cold on a 2-core CPU: ``tests/core/test_compiled``'s
 two CUDA tests run on the CPU), hence its share."""
 STOP_S = 15.0

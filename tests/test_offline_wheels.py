@@ -23,6 +23,12 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from tests.helpers import REPO
 
 FREEZE = REPO / "tests/data/gpu_freeze.txt"
+FREEZE_H200 = REPO / "tests/data/gpu_freeze_h200.txt"
+
+
+def _names(freeze) -> set[str]:
+    return {canonicalize_name(line.split("==")[0]) for line in freeze.read_text().splitlines()
+            if "==" in line and not line.startswith("#")}  # fmt: skip
 
 
 def _download(*args: str):
@@ -40,16 +46,18 @@ def _target_tags() -> set[Tag]:
 
 
 @pytest.mark.slow
-def test_a_bundle_for_the_gpu_machine_as_it_is(tmp_path):
-    machine = {canonicalize_name(line.split("==")[0]) for line in FREEZE.read_text().splitlines()
-               if "==" in line and not line.startswith("#")}  # fmt: skip
+def test_a_bundle_for_the_gpu_machines_as_they_are(tmp_path):
+    # Both lent images: the bundle holds what either lacks (the H200's has no pydantic).
+    machine = _names(FREEZE) & _names(FREEZE_H200)
     bundle = tmp_path / "bundle"
-    res = _download("--have", str(FREEZE), "--python", "3.12", "--limit-mb", "45", str(bundle))
+    res = _download("--have", str(FREEZE), "--have", str(FREEZE_H200), "--python", "3.12",
+                    "--limit-mb", "45", str(bundle))  # fmt: skip
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     wheels = sorted(bundle.glob("*.whl"))
     names = {canonicalize_name(parse_wheel_filename(w.name)[0]) for w in wheels}
     assert {"kedro", "kedro-datasets", "kedro-mlflow", "mlflow"} <= names
-    assert not names & machine  # nothing the machine has: pyarrow, numpy, torch, pytest ...
+    assert not names & machine  # nothing the machines have: pyarrow, numpy, torch, pytest ...
+    assert {"pydantic", "pydantic-core", "tzdata"} <= names - _names(FREEZE_H200)
     assert "kedro-viz" not in names and "plotly" not in names  # a run needs no viz
     assert "torch" in machine and not any(n.startswith("nvidia") for n in names)
     tags = _target_tags()
@@ -64,13 +72,14 @@ def test_a_bundle_for_the_gpu_machine_as_it_is(tmp_path):
     assert float(mib) == pytest.approx(sum(w.stat().st_size for w in wheels) / 2**20, abs=0.06)
     assert "fits the 45 MiB limit" in res.stdout
     # Again into the same folder: the same bundle, nothing added; a lower limit says so.
-    again = _download("--have", str(FREEZE), "--python", "3.12", "--limit-mb", "1", str(bundle))
+    both = ("--have", str(FREEZE), "--have", str(FREEZE_H200))
+    again = _download(*both, "--python", "3.12", "--limit-mb", "1", str(bundle))
     assert again.returncode == 1, again.stderr[-2000:]
     assert sorted(bundle.glob("*.whl")) == wheels
     assert f"does NOT fit the 1 MiB limit (over by {float(mib) - 1:.1f} MiB)" in again.stdout
     # A folder holding other wheels is refused: install --target takes every wheel there.
     (bundle / "stray-1.0-py3-none-any.whl").write_bytes(b"")
-    refused = _download("--have", str(FREEZE), "--python", "3.12", str(bundle))
+    refused = _download(*both, "--python", "3.12", str(bundle))
     assert refused.returncode == 2 and "stray-1.0-py3-none-any.whl" in refused.stderr
 
 
