@@ -21,7 +21,7 @@ def test_local_worker_processes_give_the_single_process_table():
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
     cfg = selfplay_config(num_games=6, sims=4, moves_per_gen=40, seed=3)
     one = self_play(cfg, model=model, generation=2)
-    two = local_self_play(cfg, model, workers=2, generation=2)
+    two = local_self_play(cfg, model, workers=2, generation=2).table
     assert len(one) > 0
     same = [c for c in one.columns if c != "root_value"]
     assert one[same].equals(two[same])
@@ -56,9 +56,9 @@ def test_the_self_play_workers_are_kept_for_the_next_generation():
     model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
     cfg = selfplay_config(num_games=4, sims=2, moves_per_gen=16, seed=1)
     local.close_pools()
-    first = local_self_play(cfg, model, workers=2, generation=1, progress=True)
+    first = local_self_play(cfg, model, workers=2, generation=1, progress=True).table
     pids = {p.pid for p in local._POOLS[2].pool._processes.values()}
-    second = local_self_play(cfg, model, workers=2, generation=2)
+    second = local_self_play(cfg, model, workers=2, generation=2).table
     assert {p.pid for p in local._POOLS[2].pool._processes.values()} == pids  # same processes
     assert first["generation"].eq(1).all() and second["generation"].eq(2).all()
     alone = self_play(cfg, model=model, generation=2)  # nothing carried over between calls

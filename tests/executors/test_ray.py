@@ -154,11 +154,11 @@ def test_sharded_selfplay_on_ray_equals_local(ray_address, tiny_model, local_tab
         for num_shards in (1, 2, 4, TINY.num_games):
             got = pool.play(
                 TINY, GENERATION, num_shards=num_shards, progress=lambda d, n: seen.append((d, n))
-            )
+            ).table
             assert_same_games(got, local_table)
             assert seen[-1] == (num_shards, num_shards)  # progress counts finished shards
         # Another seed is another table: the equality above is not vacuous.
-        other = pool.play(dataclasses.replace(TINY, seed=12), GENERATION)
+        other = pool.play(dataclasses.replace(TINY, seed=12), GENERATION).table
         assert not other[["position", "action"]].equals(local_table[["position", "action"]])
 
 
@@ -182,7 +182,7 @@ def _crash_once_worker(marker: Path):
                 num_shards=num_shards,
                 progress=progress,
             )
-            return pa.Table.from_pandas(table, preserve_index=False), {}
+            return pa.Table.from_pandas(table, preserve_index=False), 0.0
 
     return CrashOnceWorker
 
@@ -193,7 +193,7 @@ def test_an_actor_killed_mid_shard_is_restarted_without_lost_or_doubled_rows(
     marker = tmp_path / "crashed"
     options = on_ray(address=ray_address, num_shards=2, max_retries=2)
     with RaySelfPlayPool(tiny_model, options, _worker_cls=_crash_once_worker(marker)) as pool:
-        got = pool.play(TINY, GENERATION)
+        got = pool.play(TINY, GENERATION).table
         pids = {r["pid"] for r in pool.wait_ready()}
     assert marker.exists(), "the fault was not injected"
     assert int(marker.read_text()) not in pids  # the dead actor was replaced by a new process

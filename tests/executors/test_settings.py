@@ -28,14 +28,14 @@ def _model():
 
 
 def _spy(monkeypatch, module) -> list[dict]:
-    """Record the keyword arguments of ``module.self_play`` (which still plays)."""
-    calls, real = [], module.self_play
+    """Record the keyword arguments of ``module.play_games`` (which still plays)."""
+    calls, real = [], module.play_games
 
-    def self_play(*args, **kwargs):
+    def play_games(*args, **kwargs):
         calls.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(module, "self_play", self_play)
+    monkeypatch.setattr(module, "play_games", play_games)
     return calls
 
 
@@ -59,7 +59,7 @@ def test_the_device_path_plays_with_every_setting(monkeypatch):
     """Off the CPU (a GPU) the run's process plays every game at once, with every setting."""
     calls: list[dict] = []
     monkeypatch.setattr(dispatch, "resolve_device", lambda _device: torch.device("cuda"))
-    monkeypatch.setattr(dispatch, "self_play", lambda *a, **kw: calls.append(kw) or "games")
+    monkeypatch.setattr(dispatch, "play_games", lambda *a, **kw: calls.append(kw) or "games")
     assert dispatch.play_generation(CFG, _model(), 1, NODE) == "games"
     sent = NODE.shard_kwargs(torch.device("cuda"))
     assert len(calls) == 1 and {k: calls[0][k] for k in sent} == sent
@@ -77,8 +77,9 @@ def test_compile_eager_in_process_traces_the_search():
     assert counters["stats"]["unique_graphs"] > 0
     before = program.counters.graph_calls, counters["stats"]["calls_captured"]
     off = dataclasses.replace(NODE, workers=1, compile="off")
-    dispatch.play_generation(CFG, _model(), 1, off)
+    played = dispatch.play_generation(CFG, _model(), 1, off)
     assert (program.counters.graph_calls, counters["stats"]["calls_captured"]) == before
+    assert played.compile_s == 0.0 and len(played.table) > 0
 
 
 class _ThreadShards:

@@ -39,6 +39,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -169,7 +170,17 @@ def shard_slots(num_games: int, shard_index: int = 0, num_shards: int = 1) -> ra
     return range(num_games * shard_index // num_shards, num_games * (shard_index + 1) // num_shards)
 
 
-def self_play(
+@dataclass(frozen=True)
+class Played:
+    """One generation's (or shard's) self-play: its positions and what playing them cost."""
+
+    table: pd.DataFrame
+    """:data:`COLUMNS`, sorted by ``(game, ply)``."""
+    compile_s: float = 0.0
+    """Seconds spent compiling the search (the longest of a generation's processes)."""
+
+
+def play_games(
     config: SelfPlayConfig | None = None,
     evaluate_fn: EvaluateFn | None = None,
     *,
@@ -183,9 +194,8 @@ def self_play(
     backend: str = "auto",
     compile: str = "auto",
     compile_cache: str | None = None,
-    stats: dict | None = None,
-) -> pd.DataFrame:
-    """Play one generation (or one shard of it) and return its positions.
+) -> Played:
+    """Play one generation (or one shard of it): its positions and what they cost.
 
     Args:
         config: :class:`SelfPlayConfig` (defaults: the CPU recipe).
@@ -212,12 +222,10 @@ def self_play(
             being compacted. The table is the same.
         compile_cache: inductor's on-disk cache folder (:func:`~.search.compiled.use_cache`;
             None: ``TORCHINDUCTOR_CACHE_DIR`` or torch's default).
-        stats: if given, filled with ``compile_s``: the seconds this call spent compiling
-            the search (0 when nothing was compiled: eager, or compiled earlier in the
-            process).
-
     Returns:
-        A DataFrame with :data:`COLUMNS` and their dtypes, sorted by
+        :class:`Played`: ``compile_s``, the seconds this call spent compiling the search (0
+        when nothing was compiled: eager, or compiled earlier in the process), and
+        ``table``, a DataFrame with :data:`COLUMNS` and their dtypes, sorted by
         ``(game, ply)``: ``action`` is the 0-based column played, ``pi_1..pi_7``
         the search's training target (its policy's action weights, normalised: the root
         visit counts under PUCT, the improved policy under Gumbel search), ``z`` the
@@ -231,7 +239,7 @@ def self_play(
     compiler = compile_backend(compile)
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
-        return empty_games_table()
+        return Played(empty_games_table())
     program = None
     if compiler is not None:
         if backend not in ("auto", "torch"):
@@ -247,9 +255,13 @@ def self_play(
     compiling = program.counters.compile_seconds if program is not None else 0.0
     with torch_threads(num_threads):
         table = _play(cfg, evaluate_fn, slots, generation, device, progress, program)
-    if stats is not None:
-        stats["compile_s"] = (program.counters.compile_seconds - compiling) if program else 0.0
-    return table
+    return Played(table, (program.counters.compile_seconds - compiling) if program else 0.0)
+
+
+def self_play(config: SelfPlayConfig | None = None, evaluate_fn: EvaluateFn | None = None,
+              **kwargs) -> pd.DataFrame:  # fmt: skip
+    """:func:`play_games`'s table alone (the same arguments)."""
+    return play_games(config, evaluate_fn, **kwargs).table
 
 
 _NUM_NOISE = math.prod(dirichlet_uniform_shape(1))  # a slot's Dirichlet uniforms per step

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import torch
 
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.device import resolve_device
 from ..core.labelling import serial_chunks
-from ..core.selfplay import self_play
+from ..core.selfplay import Played, play_games
 from .local import ProcessChunkRunner, local_self_play
 from .ray import ray_chunk_runner, ray_self_play
 from .settings import NodeSettings
@@ -20,23 +19,21 @@ def play_generation(
     model: torch.nn.Module,
     generation: int,
     node: NodeSettings,
-    stats: dict | None = None,
-) -> pd.DataFrame:
+) -> Played:
     """One generation of self-play on the configured executor (the same table on any of them).
 
     Every path hands each shard ``node`` whole and plays it with
-    :meth:`~.settings.NodeSettings.shard_kwargs`: no executor drops a setting. ``stats``,
-    if given, gets ``compile_s``: the longest any process spent compiling the search
-    (processes compile side by side)."""
+    :meth:`~.settings.NodeSettings.shard_kwargs`: no executor drops a setting. Its
+    ``compile_s`` is the longest any process spent compiling the search (processes compile
+    side by side)."""
     if node.executor == "ray":  # shards on Ray actors (each resolves node.device itself)
-        return ray_self_play(config, model, generation=generation, node=node, progress=True,
-                             stats=stats)  # fmt: skip
+        return ray_self_play(config, model, generation=generation, node=node, progress=True)
     device = resolve_device(node.device)
     if device.type == "cpu":  # worker processes, every core busy (one: this process)
         return local_self_play(config, model, workers=node.local_workers(device),
-                               generation=generation, node=node, progress=True, stats=stats)  # fmt: skip
-    return self_play(config, model=model, generation=generation, progress=True, stats=stats,
-                     **node.shard_kwargs(device))  # the device plays every game at once  # fmt: skip
+                               generation=generation, node=node, progress=True)  # fmt: skip
+    return play_games(config, model=model, generation=generation, progress=True,
+                      **node.shard_kwargs(device))  # the device plays every game at once  # fmt: skip
 
 
 def chunk_runner(node: NodeSettings):

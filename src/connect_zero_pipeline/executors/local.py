@@ -39,7 +39,7 @@ from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.config.selfplay import SelfPlayConfig
 from ..core.labelling import init_worker_solver, solve_chunk
 from ..core.progress import progress_bar
-from ..core.selfplay import merge_shards, self_play, shard_slots
+from ..core.selfplay import Played, merge_shards, play_games, shard_slots
 from ..core.solver import SolverSpec
 from .lifetime import die_with_parent
 from .settings import NodeSettings
@@ -136,11 +136,11 @@ def _init_shard_worker(parent: int, steps, cancelled) -> None:
 
 def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int, shards: int,
                 node: NodeSettings, report_steps: bool):  # fmt: skip
-    """One shard in a worker process, on its CPU with ``node``'s settings: ``(table,
-    stats)``; with ``report_steps`` it reports its env steps to the pool's queue. Nothing,
-    once the generation was given up (``_CANCELLED``)."""
+    """One shard in a worker process, on its CPU with ``node``'s settings (:class:`Played`);
+    with ``report_steps`` it reports its env steps to the pool's queue. None, once the
+    generation was given up (``_CANCELLED``)."""
     if _CANCELLED is not None and _CANCELLED.is_set():
-        return None, {"compile_s": 0.0}
+        return None
     slots = len(shard_slots(config.num_games, shard, shards))
 
     def report(done: int, total: int) -> None:  # after each env step of this shard's slots
@@ -149,18 +149,15 @@ def _play_shard(ckpt: dict, config: SelfPlayConfig, generation: int, shard: int,
         if report_steps:
             _STEPS.put(slots)
 
-    stats: dict = {}
-    table = self_play(
+    return play_games(
         config,
         model=from_dict(ckpt, "self-play weights"),
         generation=generation,
         shard_index=shard,
         num_shards=shards,
         progress=report,
-        stats=stats,
         **node.shard_kwargs(torch.device("cpu")),
     )
-    return table, stats
 
 
 def local_self_play(
@@ -171,23 +168,22 @@ def local_self_play(
     generation: int = 0,
     node: NodeSettings | None = None,
     progress: bool = False,
-    stats: dict | None = None,
-) -> pd.DataFrame:
+) -> Played:
     """One generation split into ``workers`` shards on CPU worker processes of this machine.
 
-    The same table as ``self_play(config, model=model, generation=generation)``;
+    The same table as ``self_play(config, model=model, generation=generation)``, and the
+    longest ``compile_s`` of a worker;
     ``workers=1`` plays in this process. Every shard plays with ``node``'s settings
     (:meth:`~.settings.NodeSettings.shard_kwargs`; default :class:`NodeSettings`) on the
-    CPU. With ``progress`` one bar counts the env steps of all workers together;
-    ``stats`` gets the longest ``compile_s`` of a worker.
+    CPU. With ``progress`` one bar counts the env steps of all workers together.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     node = node or NodeSettings()
     workers = min(workers, config.num_games)
     if workers == 1:
-        return self_play(config, model=model, generation=generation, progress=progress,
-                         stats=stats, **node.shard_kwargs(torch.device("cpu")))  # fmt: skip
+        return play_games(config, model=model, generation=generation, progress=progress,
+                          **node.shard_kwargs(torch.device("cpu")))  # fmt: skip
     ckpt = checkpoint_dict(model)
     for attempt in (1, 2):  # a worker of an earlier call may have died: start afresh, once
         shard_pool = _shard_pool(workers)
@@ -219,8 +215,9 @@ def local_self_play(
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
-                tables[futures[fut]], shard_stats = fut.result()
-                compile_s = max(compile_s, shard_stats["compile_s"])
+                played = fut.result()
+                tables[futures[fut]] = played.table
+                compile_s = max(compile_s, played.compile_s)
             while bar is not None:
                 try:
                     bar.update(shard_pool.steps.get_nowait())
@@ -234,9 +231,7 @@ def local_self_play(
     finally:
         if bar is not None:
             bar.close()
-    if stats is not None:
-        stats["compile_s"] = compile_s
-    return merge_shards(tables)
+    return Played(merge_shards(tables), compile_s)
 
 
 def _give_up(shard_pool: _ShardPool, stopped: bool = False) -> None:

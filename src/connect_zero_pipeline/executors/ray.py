@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..core.checkpoint import checkpoint_dict, from_dict
 from ..core.config import check, is_int
@@ -43,7 +42,7 @@ from ..core.inference import make_evaluate_fn
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
 from ..core.search import compile_backend, network
-from ..core.selfplay import merge_shards, self_play, shard_slots
+from ..core.selfplay import Played, merge_shards, play_games, shard_slots
 from ..core.solver import SolverSpec
 from .ray_cluster import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -131,20 +130,18 @@ class _SelfPlayWorker:
         num_shards: int,
     ):
         """One shard: ``(pyarrow.Table`` (:data:`~connect_zero_pipeline.core.selfplay.COLUMNS`),
-        ``stats)``."""
+        its compile seconds)``."""
         import pyarrow as pa  # noqa: PLC0415 (pyarrow: not for the light commands)
 
-        stats: dict = {}
-        table = self_play(
+        played = play_games(
             config,
             self._evaluate_fn(weights_ref),
             generation=generation,
             shard_index=shard_index,
             num_shards=num_shards,
-            stats=stats,
             **self.node.shard_kwargs(self.device),
         )
-        return pa.Table.from_pandas(table, preserve_index=False), stats
+        return pa.Table.from_pandas(played.table, preserve_index=False), played.compile_s
 
 
 def _cluster_capacity(ray, num_cpus: float, num_gpus: float, address: str) -> int:
@@ -235,9 +232,10 @@ class RaySelfPlayPool:
         *,
         num_shards: int | None = None,
         progress: bool | Callable[[int, int], None] = False,
-        stats: dict | None = None,
-    ) -> pd.DataFrame:
-        """One generation, sharded over the actors; the same table as local :func:`~connect_zero_pipeline.core.selfplay.self_play`.
+    ) -> Played:
+        """One generation, sharded over the actors; the same table as local
+        :func:`~connect_zero_pipeline.core.selfplay.self_play`, and the longest a shard spent
+        compiling.
 
         Args:
             num_shards: shards (default: ``options.num_shards`` or one per
@@ -245,7 +243,6 @@ class RaySelfPlayPool:
                 shard at a time; the next shard goes to the first actor free.
             progress: ``True`` shows a tqdm bar of finished shards; a callable
                 gets ``(shards_done, num_shards)``.
-            stats: if given, gets ``compile_s``, the longest a shard spent compiling.
 
         Raises:
             RuntimeError: naming the shard and its slots, when a shard fails
@@ -279,7 +276,7 @@ class RaySelfPlayPool:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 shard, actor = pending.pop(done[0])
                 try:
-                    table, shard_stats = ray.get(done[0])
+                    table, shard_compile_s = ray.get(done[0])
                 except Exception as exc:
                     slots = shard_slots(config.num_games, shard, num_shards)
                     raise RuntimeError(
@@ -289,7 +286,7 @@ class RaySelfPlayPool:
                     ) from exc
                 tables[shard] = table
                 positions += table.num_rows
-                compile_s = max(compile_s, shard_stats.get("compile_s", 0.0))
+                compile_s = max(compile_s, shard_compile_s)
                 submit(actor)
                 if bar is not None:
                     bar.update(1)
@@ -300,14 +297,12 @@ class RaySelfPlayPool:
             if bar is not None:
                 bar.close()
             _cancel(ray, pending)  # after an error or an interrupt: stop what still runs
-        if stats is not None:
-            stats["compile_s"] = compile_s
         merged = merge_shards([t.to_pandas() for t in tables])
         log.info(
             "self-play gen %d on Ray: %d shards on %d actors, %d positions in %.1f s",
             generation, num_shards, self.num_actors, len(merged), time.perf_counter() - start,
         )  # fmt: skip
-        return merged
+        return Played(merged, compile_s)
 
 
 def _cancel(ray, refs) -> None:
@@ -325,8 +320,7 @@ def ray_self_play(
     generation: int = 0,
     node: NodeSettings | None = None,
     progress: bool | Callable[[int, int], None] = False,
-    stats: dict | None = None,
-) -> pd.DataFrame:
+) -> Played:
     """One generation of self-play on Ray actors (a pool for this call only), each shard
     played with ``node``'s settings (:class:`RaySelfPlayPool`).
 
@@ -335,7 +329,7 @@ def ray_self_play(
     kernels, see :mod:`.selfplay`).
     """
     with RaySelfPlayPool(model, node, num_games=config.num_games) as pool:
-        return pool.play(config, generation, progress=progress, stats=stats)
+        return pool.play(config, generation, progress=progress)
 
 
 # ---------------------------------------------------------------------------

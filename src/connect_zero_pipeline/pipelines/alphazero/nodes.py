@@ -98,9 +98,9 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         The games table (``docs/architecture.md``) and ``selfplay`` metrics.
     """
     cfg = parse_section("selfplay", params)
-    start, stats = time.perf_counter(), {}
-    games = play_generation(cfg, model, generation, cfg.node, stats)
-    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    played = play_generation(cfg, model, generation, cfg.node)
+    games, seconds = played.table, time.perf_counter() - start
     num_games = int(games["game"].nunique())
     metrics = {
         "positions": float(len(games)),
@@ -111,7 +111,7 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         "positions_per_s": len(games) / seconds if seconds else 0.0,
     }
     if compile_backend(cfg.node.compile) is not None:  # compiled: its share of the seconds
-        metrics["compile_s"] = float(stats.get("compile_s", 0.0))
+        metrics["compile_s"] = played.compile_s
     log.info(
         "Generation %d self-play: %s", generation, {k: round(v, 3) for k, v in metrics.items()}
     )
