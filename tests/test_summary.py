@@ -96,7 +96,7 @@ def test_a_run_trained_further_shows_its_start_its_versions_and_its_whole_wall_t
     assert "- solver.weak_acc (keeps the best outcome class): 0.900\n" in text  # no start figure
 
 
-def test_parent_names_lead_with_the_time_and_differ_for_runs_in_the_same_second(tmp_path):
+def test_parent_names_lead_with_what_differs_and_differ_for_runs_in_the_same_second(tmp_path):
     import shutil
 
     from mlflow import MlflowClient
@@ -104,13 +104,36 @@ def test_parent_names_lead_with_the_time_and_differ_for_runs_in_the_same_second(
     from connect_zero_pipeline.session.generation_runs import name_taken, parent_run_name
     from connect_zero_pipeline.tracking.store import empty_store
 
-    args = ({"pipeline_names": ["alphazero"]}, ["gen_001", "gen_000"],
-            parse_run_params({"model": {"seed": 0}}), "2026-11-23T10.26.07.123Z")  # fmt: skip
+    run_id = "2026-11-23T10.26.07.123Z"
+    args = ({"pipeline_names": ["alphazero"]}, ["gen_001", "gen_000"], run_id)
     name = parent_run_name(*args)
-    assert name == "alphazero 10:26:07 seed=0"  # the time within the first 20 characters
-    assert parent_run_name(*args, precise=True) == "alphazero 10:26:07.123 seed=0"
+    assert name == "alphazero 10:26:07"  # the configuration as it is: nothing differs
+    assert parent_run_name(*args, precise=True) == "alphazero 10:26:07.123"
     extended = {"extended": [{"from": 24, "to": 40}]}
-    assert parent_run_name(*args, extended) == "alphazero 10:26:07 24->40 seed=0"
+    assert parent_run_name(*args, extended) == "24->40 alphazero 10:26:07"
+    # The seed that was changed, first (MLflow's list shows 17 characters of a name), then
+    # the other --params by key, three of them, then how many more; not the resume marker.
+    given = {"train": {"lr": 0.01}, "selfplay": {"seed": 1, "mcts": {"sims": 64}},
+             "alphazero.num_generations": 3, "evaluate.benchmark.sims": [600, 1200],
+             "resume": run_id}  # fmt: skip
+    seeded = {"pipeline_names": ["alphazero"], "runtime_params": given}
+    assert parent_run_name(seeded, ["gen_001"], run_id) == (
+        "selfplay.seed=1 alphazero.num_generations=3 evaluate.benchmark.sims=[600,1200] +2 "
+        "alphazero 10:26:07"
+    )
+    other = {**seeded, "runtime_params": {"selfplay": {"seed": 2}}, "env": "quick"}
+    assert parent_run_name(other, ["gen_001"], run_id) == (
+        "selfplay.seed=2 env=quick alphazero 10:26:07"  # a configuration environment too
+    )
+    assert parent_run_name({**other, "env": "local"}, ["gen_001"], run_id)[:17] == (
+        "selfplay.seed=2 a"  # the default environment is not named
+    )
+    # A run filtered to some generations names them first; one from a registered version.
+    partial = {"pipeline_names": ["alphazero"], "from_nodes": ["gen_003.train"]}
+    start = {"start_from": {"registered": {"version": 3}}}
+    assert parent_run_name(partial, ["gen_004", "gen_003"], run_id, start) == (
+        "gen_003..gen_004 from v3 alphazero 10:26:07"
+    )
     # A name another parent holds is taken; the parent's own name is not.
     shutil.copy(empty_store(), tmp_path / "mlflow.db")
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")

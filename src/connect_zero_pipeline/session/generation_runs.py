@@ -31,16 +31,16 @@ from kedro.framework.hooks import hook_impl
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
+from ..common.config_loader import CONFIG_LOADER_ARGS
 from ..common.naming import (
-    CHUNK,
     EVAL_STAGE,
     FILTERS,
-    GENERATION,
     HEADLINE,
     HEADLINE_SECTION,
     LEARNING_CURVES,
     MODEL_OUTPUTS,
     NOTE_TAG,
+    RESUME_KEY,
     headline_line,
     metric_name,
     parse_step,
@@ -48,7 +48,6 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.checkpoint import save_model
-from ..params.schema import RunParams
 from ..run.rules import flatten
 from ..tracking.store import runs_view
 
@@ -62,20 +61,39 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 """The experiment tag that makes MLflow 3's UI open the model-training view (not GenAI)."""
 
 
-def parent_run_name(run_params: dict, steps: list[str], sections: RunParams, run_id: str | None,
-                    manifest: dict | None = None, *, precise: bool = False) -> str:  # fmt: skip
-    """What the MLflow parent run is called: what tells runs apart first, in the first 20
-    characters the runs list may show of a name (its Created column gives the date): the
-    pipeline, the run's start time to the second (UTC, as its id), then its scope, where it
-    started, how far it was extended, and its seed.
+NAMED_OVERRIDES = 3
+"""``--params`` overrides a parent's name spells out; past them it says how many more."""
 
-    ``alphazero 10:26:07 seed=0`` for a whole run; ``alphazero 10:26:07 from v3 seed=0``
-    for a run started from registered version 3 (``from 11-22 09:14``: from a run);
-    ``alphazero 10:26:07 24->40 seed=0`` once extended; a run filtered to some nodes names
-    its generations (``alphazero 10:26:07 gen_003..gen_005 seed=0``). ``precise``: the time
-    to the millisecond, the run id's tail (for a second run started in the same second:
-    :meth:`GenerationRunsHook.before_pipeline_run`). ``steps`` are the generation (or
-    chunk) namespaces of the pipeline that runs; ``run_id`` is the run's id (a UTC time,
+
+def overrides(runtime_params: dict | None) -> list[str]:
+    """A run's ``--params`` as ``key=value`` (dotted keys, nested mappings flattened), the
+    seeds first, then by key; the resume marker is not one."""
+    flat = flatten({k: v for k, v in (runtime_params or {}).items() if k != RESUME_KEY})
+
+    def shown(value: Any) -> str:
+        return str(value).replace(" ", "") if isinstance(value, list | tuple) else str(value)
+
+    order = sorted(flat, key=lambda k: (k.rpartition(".")[2] != "seed", k))
+    return [f"{k}={shown(flat[k])}" for k in order]
+
+
+def parent_run_name(run_params: dict, steps: list[str], run_id: str | None,
+                    manifest: dict | None = None, *, precise: bool = False) -> str:  # fmt: skip
+    """What the MLflow parent run is called: what tells it apart from other runs first, in
+    the 17 characters MLflow 3's runs list shows of a name at its default width
+    (docs/mlflow_runs.png), then the pipeline and the run's start time (UTC, to the second,
+    as its id; the list's Created column has the date).
+
+    What tells it apart: the generations of a run filtered to some nodes (``gen_003`` or
+    ``gen_003..gen_005``), where it started (``from v3``: registered version 3; ``from 11-22
+    09:14``: a run), how far it was extended (``24->40``), and its ``--params`` overrides,
+    the seeds first (``selfplay.seed=1``; :data:`NAMED_OVERRIDES` of them, then ``+2``),
+    then its configuration environment when not the default (``env=quick``). A run of the
+    configuration as it is names none: ``alphazero 10:26:07``.
+
+    ``precise``: the time to the millisecond (for a second run started in the same second:
+    :meth:`GenerationRunsHook.before_pipeline_run`). ``steps`` are the generation (or chunk)
+    namespaces of the pipeline that runs; ``run_id`` is the run's id (a UTC time,
     ``2026-11-23T10.26.07.123Z``, whole in the run's ``run_id`` tag); ``manifest`` its
     record (``start_from``, ``extended``).
     """
@@ -84,10 +102,7 @@ def parent_run_name(run_params: dict, steps: list[str], sections: RunParams, run
         date, _, clock = rid.partition("T")
         return f"{date[5:]} {clock[:5].replace('.', ':')}"
 
-    parts = [pipeline_label(run_params.get("pipeline_names"))]
-    if run_id:  # 2026-11-23T10.26.07.123Z -> 10:26:07 (precise: 10:26:07.123)
-        clock = run_id.partition("T")[2].rstrip("Z")
-        parts.append(clock.replace(".", ":", 2) if precise else clock[:8].replace(".", ":"))
+    parts = []
     steps = sorted(steps, key=lambda s: parse_step(s)[1])
     if steps and any(run_params.get(k) for k in FILTERS):
         parts.append(steps[0] if len(steps) == 1 else f"{steps[0]}..{steps[-1]}")
@@ -99,14 +114,17 @@ def parent_run_name(run_params: dict, steps: list[str], sections: RunParams, run
     extended = (manifest or {}).get("extended") or []
     if extended:
         parts.append(f"{extended[0]['from']}->{extended[-1]['to']}")
-    kinds = {parse_step(s)[0] for s in steps}
-    seed = None
-    if GENERATION in kinds:
-        seed = sections.model.seed
-    elif CHUNK in kinds:
-        seed = sections.reinforce.train.seed
-    if seed is not None:
-        parts.append(f"seed={seed}")
+    changed = overrides(run_params.get("runtime_params"))
+    parts += changed[:NAMED_OVERRIDES]
+    if len(changed) > NAMED_OVERRIDES:
+        parts.append(f"+{len(changed) - NAMED_OVERRIDES}")
+    env = run_params.get("env")
+    if env and env != CONFIG_LOADER_ARGS["default_run_env"]:
+        parts.append(f"env={env}")
+    parts.append(pipeline_label(run_params.get("pipeline_names")))
+    if run_id:  # 2026-11-23T10.26.07.123Z -> 10:26:07 (precise: 10:26:07.123)
+        clock = run_id.partition("T")[2].rstrip("Z")
+        parts.append(clock.replace(".", ":", 2) if precise else clock[:8].replace(".", ":"))
     return " ".join(parts)
 
 
@@ -157,11 +175,10 @@ class GenerationRunsHook:
         manifest = run.manifest
         # kedro-mlflow tagged the session id; the run's id is this
         self._client.set_tag(self._parent, "run_id", run.run_id)
-        name = parent_run_name(run_params, list(self._pending), run.sections, run.run_id,
-                               manifest)  # fmt: skip
+        name = parent_run_name(run_params, list(self._pending), run.run_id, manifest)
         if name_taken(self._client, self._experiment, name, self._parent):  # the same second
-            name = parent_run_name(run_params, list(self._pending), run.sections, run.run_id,
-                                   manifest, precise=True)  # fmt: skip
+            name = parent_run_name(run_params, list(self._pending), run.run_id, manifest,
+                                   precise=True)  # fmt: skip
         self._client.set_tag(self._parent, "mlflow.runName", name)
         extended = manifest.get("extended")
         if extended:  # trained further: how many generations each extension added

@@ -106,8 +106,12 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     # The parent: named by what it is, flat parameters, the model-training view.
     (run_id,) = known_runs(project)
     clock = run_id.split("T")[1]
-    # What differs between runs first: the runs list may show only 20 characters of a name.
-    assert parent.info.run_name == f"alphazero {clock[:8].replace('.', ':')} seed=0"
+    # What differs between runs first (its --params, the seeds first): the runs list shows
+    # 17 characters of a name.
+    assert parent.info.run_name == (
+        "alphazero.num_generations=2 evaluate.mcts.sims=2 evaluate.node.device=cpu +16 "
+        f"alphazero {clock[:8].replace('.', ':')}"
+    )
     assert parent.data.params["selfplay.mcts.sims"] == "4" and "selfplay" not in parent.data.params
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     assert exp.tags["mlflow.sharedViewState.connect-zero"] == runs_view()[1]
@@ -208,8 +212,7 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     assert read_manifest(project, run_id)["status"] == "finished"
     runs = client.search_runs([exp.experiment_id])
     clock = run_id.split("T")[1]  # the parent keeps the name of the run's start
-    assert [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags] == [
-        f"alphazero {clock[:8].replace('.', ':')} seed=0"
-    ]
+    (name,) = [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert name.endswith(f" +16 alphazero {clock[:8].replace('.', ':')}")  # not "resume=..."
     assert [r.info.run_name for r in runs].count("gen_002") == 1
     assert {r.info.status for r in runs} == {"FINISHED"}
