@@ -31,7 +31,7 @@ EXTRAS      ?= dev,ray,book
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run quick resume test browser lint format bench viz viz-full mlflow play play-cli clean-venv web
+.PHONY: setup run quick resume test browser lint format bench viz viz-full mlflow serve play play-cli clean-venv web
 
 setup: $(VENV)/.installed web
 
@@ -131,6 +131,13 @@ viz-full: setup
 MLFLOW_PORT ?= 5000
 mlflow: setup
 	@exec $(BIN)/python -m connect_zero_pipeline.commands.serve mlflow $(MLFLOW_PORT)
+
+# A registered model (MODEL=models:/<name>@<alias> or models:/<name>/<version>; the champion
+# by default) served by MLflow's own `mlflow models serve`, offline, from this venv; each
+# request checked first, one line for a bad board (src/connect_zero_pipeline/tracking/served.py).
+SERVE_PORT ?= 5001
+serve: setup
+	@exec $(BIN)/python -m connect_zero_pipeline.commands.serve model $(SERVE_PORT) $(if $(MODEL),--model $(MODEL))
 
 PLAY_PORT ?= 8000
 play: setup

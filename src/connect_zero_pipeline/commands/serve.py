@@ -1,8 +1,11 @@
-"""``make mlflow`` and ``make viz``: a UI server whose address is the last thing printed.
+"""``make mlflow``, ``make viz`` and ``make serve``: a server whose address is the last
+thing printed.
 
-``python -m connect_zero_pipeline.commands.serve {mlflow,viz} PORT`` (a click command of
-its own: ``mlflow`` and ``viz`` are already kedro-mlflow's and kedro-viz's ``kedro``
-commands, so it is not one of the project's group). Before anything starts, a port another program holds is an error that names it (exit 2).
+``python -m connect_zero_pipeline.commands.serve {mlflow,viz,model} PORT [--model URI]`` (a
+click command of its own: ``mlflow`` and ``viz`` are already kedro-mlflow's and kedro-viz's
+``kedro`` commands, so it is not one of the project's group). ``model`` serves a registered
+model (the champion by default) with MLflow's own ``mlflow models serve``, behind a check of
+each request (:mod:`..tracking.served`). Before anything starts, a port another program holds is an error that names it (exit 2).
 The server then starts with the library deprecation warnings that say nothing to a user
 turned off (:data:`QUIET_WARNINGS`); once it answers, the addresses to open are printed,
 last. Ctrl-C, SIGTERM, a closed terminal (SIGHUP) or the death of the ``make`` that started
@@ -12,6 +15,7 @@ it stops it with every process it started, and the port is free again (exit 0).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -54,9 +58,18 @@ def _answers(port: int) -> bool:
         return probe.connect_ex((LOOPBACK, port)) == 0
 
 
-def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str], list[str]]:
-    """``(argv, extra environment, the lines to print once it answers)`` of UI ``ui``."""
+DEFAULT_MODEL = "models:/connect-zero@champion"
+"""What ``make serve`` serves without ``MODEL=``."""
+SERVED_FOLDER = Path(".cache") / "served"
+"""Where the served models are made, in the project (one folder per registered version)."""
+
+
+def command(ui: str, port: int, project: Path, model: str = DEFAULT_MODEL,
+            ) -> tuple[list[str], dict[str, str], list[str]]:  # fmt: skip
+    """``(argv, extra environment, the lines to print once it answers)`` of server ``ui``."""
     binary = Path(sys.executable).parent
+    if ui == "model":
+        return _model_command(binary, port, project, model)
     if ui == "mlflow":
         db = project / "mlflow.db"
         store = f"sqlite:///{db}"
@@ -84,13 +97,57 @@ def command(ui: str, port: int, project: Path) -> tuple[list[str], dict[str, str
                       f"one generation's lineage: {base}?pid=__default__&fid=gen_002"]  # fmt: skip
 
 
-def serve(ui: str, port: int, project: Path) -> int:
+QUIET_MODEL_SERVER = {
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",  # a bar for every download
+    "MLFLOW_LOGGING_LEVEL": "WARNING",  # "Selected backend", "=== Running command ..."
+    "UVICORN_LOG_LEVEL": "warning",  # its four start-up lines
+    "UVICORN_ACCESS_LOG": "false",  # a line a request
+}
+"""The environment of ``make serve`` and its server: MLflow's and uvicorn's warnings and
+errors stay, their info lines go (uvicorn reads ``UVICORN_*`` for its options)."""
+
+
+def _model_command(binary: Path, port: int, project: Path, model: str):
+    """``mlflow models serve`` of ``model``'s served form (:func:`..tracking.served.served_model`),
+    from this environment (``--env-manager local``; its ``bin`` first on ``PATH``, where MLflow
+    looks for uvicorn)."""
+    os.environ.update(QUIET_MODEL_SERVER)  # before MLflow is imported: it reads them then
+    from ..tracking.served import SOURCE_FILE, served_model  # noqa: PLC0415 (imports MLflow)
+
+    store = f"sqlite:///{project / 'mlflow.db'}"
+    folder = served_model(model, project / SERVED_FOLDER, store)
+    source = json.loads((folder / SOURCE_FILE).read_text())
+    argv = [str(binary / "mlflow"), "models", "serve", "-m", str(folder), "--env-manager",
+            "local", "--host", LOOPBACK, "--port", str(port), "--workers", "1"]  # fmt: skip
+    env = {"PATH": os.pathsep.join([str(binary), os.environ.get("PATH", "")]),
+           "MLFLOW_TRACKING_URI": store, **QUIET_MODEL_SERVER}  # fmt: skip
+    url = f"http://{LOOPBACK}:{port}/invocations"
+    empty = [[0] * 7 for _ in range(6)]
+    lines = [
+        f"Serving {model} ({source['name']} version {source['version']}) with mlflow models "
+        "serve. A board is 6 rows of 7 cells, row 0 at the top: 1 the side to move's piece, "
+        "-1 the opponent's, 0 empty; the answer is the model's logits (one a column) and "
+        "value (the side to move's, -1 to 1):",
+        f"  curl -s {url} -H 'Content-Type: application/json' "
+        f"-d '{json.dumps({'inputs': [empty]}, separators=(',', ':'))}'",
+        f"Model server: {url}",
+    ]
+    return argv, env, lines
+
+
+def serve(ui: str, port: int, project: Path, model: str = DEFAULT_MODEL) -> int:
     if port_taken(port):
-        print(f"Error: port {port} on {LOOPBACK} is taken (another {ui} server, or another "
-              f"program); stop it, or pick another port: make {ui} "
-              f"{'MLFLOW_PORT' if ui == 'mlflow' else 'VIZ_PORT'}=<port>", file=sys.stderr)  # fmt: skip
+        variable = {"mlflow": "MLFLOW_PORT", "viz": "VIZ_PORT", "model": "SERVE_PORT"}[ui]
+        target = "serve" if ui == "model" else ui
+        print(f"Error: port {port} on {LOOPBACK} is taken (another {target} server, or another "
+              f"program); stop it, or pick another port: make {target} {variable}=<port>",
+              file=sys.stderr)  # fmt: skip
         return 2
-    argv, extra, lines = command(ui, port, project)
+    try:
+        argv, extra, lines = command(ui, port, project, model)
+    except ValueError as exc:  # a model that is not there: one line, nothing started
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
     warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), *QUIET_WARNINGS]))
     env = {**os.environ, **extra, "PYTHONWARNINGS": warnings}
     # Stopped any way but Ctrl-C (kill, a closed terminal, make's death), it stops the server
@@ -153,12 +210,15 @@ def _stop(signum, frame) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("ui", type=click.Choice(["mlflow", "viz"]))
+@click.argument("ui", type=click.Choice(["mlflow", "viz", "model"]))
 @click.argument("port", type=click.IntRange(0, 65535))
-def serve_ui(ui: str, port: int) -> None:
-    """Start the MLflow UI or kedro-viz for the project around this folder; its addresses
-    are printed last."""
-    click.get_current_context().exit(serve(ui, port, project_root() or Path.cwd()))
+@click.option("--model", default=DEFAULT_MODEL, show_default=True,
+              help="model: the registered model to serve (models:/<name>@<alias> or "
+                   "models:/<name>/<version>)")  # fmt: skip
+def serve_ui(ui: str, port: int, model: str) -> None:
+    """Start the MLflow UI, kedro-viz or a registered model's server for the project around
+    this folder; its addresses are printed last."""
+    click.get_current_context().exit(serve(ui, port, project_root() or Path.cwd(), model))
 
 
 if __name__ == "__main__":
