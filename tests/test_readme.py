@@ -22,7 +22,7 @@ def readme_commands(text: str) -> list[list[str]]:
     ``a && b`` split)."""
     commands = []
     for block in SHELL_BLOCK.findall(text):
-        for line in block.splitlines():
+        for line in block.replace("\\\n", " ").splitlines():  # a continued line is one
             line = re.sub(r"(^|\s)#.*$", "", line).strip().removeprefix("$ ")
             for part in line.split("&&"):
                 if part.strip():
@@ -125,6 +125,10 @@ def test_every_readme_command_exists(project_facts):
             problem = None
         elif tool == "mlflow":
             problem = None if args[:1] == ["ui"] else "only `mlflow ui` is expected"
+        elif tool == "curl":  # a request to `make serve`, at its default port
+            port = re.search(r"^SERVE_PORT \?= (\d+)$", (REPO / "Makefile").read_text(), re.M)
+            url = f"http://127.0.0.1:{port.group(1)}/invocations" if port else None
+            problem = None if url in args else f"only `make serve`'s {url} is expected"
         elif tool in SETUP_TOOLS:
             problem = None
         else:
@@ -132,6 +136,11 @@ def test_every_readme_command_exists(project_facts):
         if problem:
             problems.append(f"{shlex.join(argv)}: {problem}")
     assert problems == []
+
+
+def test_continued_lines_are_one_command():
+    text = "```bash\ncurl -s http://x \\\n  -d '{}'  # a comment\nmake test\n```\n"
+    assert readme_commands(text) == [["curl", "-s", "http://x", "-d", "{}"], ["make", "test"]]
 
 
 def test_the_checker_catches_wrong_commands(project_facts):

@@ -115,12 +115,16 @@ def test_parent_names_lead_with_what_differs_and_differ_for_runs_in_the_same_sec
     # the other --params by key, three of them, then how many more; not the resume marker.
     given = {"train": {"lr": 0.01}, "selfplay": {"seed": 1, "mcts": {"sims": 64}},
              "alphazero.num_generations": 3, "evaluate.benchmark.sims": [600, 1200],
+             "ladder": {"anchors": [{"solver": "0.5"}]}, "pons": {"file": "it's"},
              "resume": run_id}  # fmt: skip
     seeded = {"pipeline_names": ["alphazero"], "runtime_params": given}
     assert parent_run_name(seeded, ["gen_001"], run_id) == (
-        "selfplay.seed=1 alphazero.num_generations=3 evaluate.benchmark.sims=[600,1200] +2 "
+        "selfplay.seed=1 alphazero.num_generations=3 evaluate.benchmark.sims=[600,1200] +4 "
         "alphazero 10:26:07"
     )
+    from connect_zero_pipeline.session.generation_runs import overrides
+
+    assert overrides(given)[3:5] == ["ladder.anchors=[...]", "pons.file=its"]  # no quotes
     other = {**seeded, "runtime_params": {"selfplay": {"seed": 2}}, "env": "quick"}
     assert parent_run_name(other, ["gen_001"], run_id) == (
         "selfplay.seed=2 env=quick alphazero 10:26:07"  # a configuration environment too

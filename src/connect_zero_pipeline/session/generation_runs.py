@@ -67,11 +67,17 @@ NAMED_OVERRIDES = 3
 
 def overrides(runtime_params: dict | None) -> list[str]:
     """A run's ``--params`` as ``key=value`` (dotted keys, nested mappings flattened), the
-    seeds first, then by key; the resume marker is not one."""
+    seeds first, then by key; the resume marker is not one. A value is one word without
+    quotes: a list of plain values ``[600,1200]``, any other list ``[...]``."""
     flat = flatten({k: v for k, v in (runtime_params or {}).items() if k != RESUME_KEY})
 
-    def shown(value: Any) -> str:
-        return str(value).replace(" ", "") if isinstance(value, list | tuple) else str(value)
+    def shown(value: Any) -> str:  # short, one word, no quote (names are searched by)
+        if isinstance(value, list | tuple):
+            plain = all(isinstance(x, int | float | str | bool) or x is None for x in value)
+            value = "[" + ",".join(map(str, value)) + "]" if plain else "[...]"
+        elif isinstance(value, dict):
+            value = "{...}"
+        return "".join(c for c in str(value) if c not in "'\" ").replace(" ", "")
 
     order = sorted(flat, key=lambda k: (k.rpartition(".")[2] != "seed", k))
     return [f"{k}={shown(flat[k])}" for k in order]

@@ -68,8 +68,8 @@ def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, c
         assert metric.step == int(gen[-3:])
         assert metric.value == pytest.approx(ratings.set_index("label").loc[gen, "elo"])
     (ladder_run,) = [
-        r for r in runs if r.info.run_name.split()[0] == "ladder"
-    ]  # <date> <time> ladder
+        r for r in runs if r.info.run_name.split()[-2:-1] == ["ladder"]
+    ]  # <what differs: its --params> ladder <time>
     artifacts = {a.path for a in client.list_artifacts(ladder_run.info.run_id, "ladder")}
     assert artifacts == {"ladder/ratings.csv", "ladder/elo.png"}
 
