@@ -63,7 +63,9 @@ def test_the_summary_names_the_registry_version_and_the_url():
     text = render(
         pipeline="alphazero", run_id="2026-01-01T00.00.00.000Z", wall_seconds=61,
         generation=("gen_024", {"solver.acc": 0.803, "bench.S.network.strict_acc": 0.9,
-                                "bench.S.network.weak_mistake_rate": 0.05}),
+                                "bench.S.network.weak_mistake_rate": 0.05,
+                                "solver.acc_ply00_06": 0.7124, "solver.weak_acc_ply00_06": 0.902,
+                                "solver.acc_ply21_42": 0.95, "solver.weak_acc_ply21_42": 0.99}),
         paths={}, mlflow_run_id="abc", mlflow_url="http://127.0.0.1:5000/#/experiments/1/runs/abc",
         registered={"name": "connect-zero", "version": "3", "champion": False,
                     "champion_version": "2"},
@@ -75,6 +77,9 @@ def test_the_summary_names_the_registry_version_and_the_url():
     assert "- reference: solver.acc 0.803 is normal" in text
     assert "| S | 0.900 / 5.0% |" in text
     assert not re.search(r"^- bench\.", text, re.M)  # no raw metric names
+    # Where it is weak, in one line, the opening first (a bucket it lacks is left out):
+    assert ("- by ply (network alone on the solver set, strict / weak mistakes): 0-6 0.712 / "
+            "9.8%, 21-42 0.950 / 1.0%\n") in text  # fmt: skip
 
 
 def test_a_run_trained_further_shows_its_start_its_versions_and_its_whole_wall_time():

@@ -286,8 +286,17 @@ def test_the_default_output_is_a_table(position_file, model_file):
     assert lines[0] == f"Model: {model_file}" and lines[1] == ""  # which model, first
     assert err.startswith(f"Scoring {model_file}\n")
     assert lines[2] == "| file | agent | positions | strict acc | weak mistakes | seconds |"
-    rows = [line.split(" | ") for line in lines[4:]]
+    rows = [line.split(" | ") for line in lines[4:6]]
     assert [r[1] for r in rows] == ["network", "mcts-4"]
     assert all(r[0] == f"| {position_file.name}" and r[2] == str(NUM_POSITIONS) for r in rows)
     for r in rows:
         assert 0.0 <= float(r[3]) <= 1.0 and r[4].endswith("%)")
+    # Then the same by ply: every position of the file is at ply 22-37, so the last bucket
+    # holds the whole file's figures and the others have none.
+    assert lines[6:10] == ["", "By ply (strict acc / weak mistakes):", "",
+                           "| file | agent | plies 0-6 | plies 7-12 | plies 13-20 | plies 21-42 |"]  # fmt: skip
+    by_ply = [line.split(" | ") for line in lines[11:]]
+    assert [r[1] for r in by_ply] == ["network", "mcts-4"] and len(lines) == 13
+    for row, r in zip(rows, by_ply, strict=True):
+        assert r[2:5] == ["-", "-", "-"]
+        assert r[5] == f"{row[3]} / {row[4].split('(')[1].rstrip(')')} |"

@@ -65,6 +65,9 @@ def test_perfect_policy_scores_one():
     assert (
         m["count"] == 4 and m["count_begin"] == 2 and m["count_middle"] == 1 and m["count_end"] == 1
     )
+    # The finer buckets (plies 0 and 4, 16, 30): an empty one is left out.
+    assert (m["count_ply00_06"], m["count_ply13_20"], m["count_ply21_42"]) == (2, 1, 1)
+    assert "count_ply07_12" not in m and m["acc_ply00_06"] == 1.0
 
 
 def test_uniform_policy_ce_is_analytic_and_illegal_columns_are_masked():
@@ -126,10 +129,10 @@ def test_the_mcts_agent_is_scored_on_its_most_visited_move():
         return fn
 
     end, draw = _labelled([ROWS[2]]), _labelled([ROWS[3]])  # see ROWS for their scores
+    ply30 = {"strict_acc": 1.0, "weak_acc": 1.0, "count": 1.0}  # ply 30: end and ply21_42
     assert search_agent_metrics(prefers(1), end, MCTSConfig(sims=16)) == {
-        "strict_acc": 1.0,
-        "weak_acc": 1.0,
-        "count": 1.0,
+        **ply30,
+        **{f"{k}_{b}": v for k, v in ply30.items() for b in ("end", "ply21_42")},
     }
     assert (
         search_agent_metrics(prefers(3), end, MCTSConfig(sims=16))["weak_acc"] == 0.0
@@ -141,7 +144,13 @@ def test_the_mcts_agent_is_scored_on_its_most_visited_move():
     assert search_agent_metrics(prefers(1, 50.0), end, gumbel)["strict_acc"] == 1.0
     assert search_agent_metrics(prefers(3, 50.0), end, gumbel)["weak_acc"] == 0.0
     both = search_agent_metrics(prefers(4), _labelled(ROWS[2:]), MCTSConfig(sims=16), batch_size=1)
-    assert both == {"strict_acc": 0.0, "weak_acc": 0.0, "count": 2.0}
+    assert {k: both[k] for k in ("strict_acc", "weak_acc", "count")} == {
+        "strict_acc": 0.0, "weak_acc": 0.0, "count": 2.0}  # fmt: skip
+    # Per bucket (plies 30 and 16), and the agent that keeps both positions' outcome class:
+    assert (both["count_ply13_20"], both["count_ply21_42"], both["count_middle"]) == (1, 1, 1)
+    mixed = search_agent_metrics(prefers(1), _labelled(ROWS[1:]), MCTSConfig(sims=16))
+    assert mixed["count_ply00_06"] == 1 and mixed["weak_acc_ply00_06"] == 1.0  # "4444": 2 wins
+    assert mixed["strict_acc_ply13_20"] == 1.0 and "count_ply07_12" not in mixed
 
 
 @pytest.mark.gpu

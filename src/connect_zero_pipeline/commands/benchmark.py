@@ -29,7 +29,8 @@ the project). Then each agent plays every position:
   Halving survivor.
 
 A progress bar follows the labelling and each search agent; then a table prints one row
-per file and agent: positions scored, strict accuracy, weak mistakes and seconds. With
+per file and agent: positions scored, strict accuracy, weak mistakes and seconds, and a
+second the same by ply (0-6, 7-12, 13-20, 21-42: where an agent is weak). With
 ``--json``, one JSON line per file and agent instead, as it finishes, with ``strict_acc`` (the chosen move has
 the best exact score), ``weak_mistake_rate`` (AlphaZero.jl's: the chosen
 move's outcome class, win, draw or loss under perfect play, is worse than the
@@ -67,6 +68,7 @@ import pandas as pd
 
 from ..common.opening_book import solver_spec
 from ..common.project import project_root
+from ..core.config.evaluation import STRENGTH_BUCKETS
 from ..core.config.search import SEARCHES, MCTSConfig
 from ..core.evaluation import set_scores
 from ..core.inference import make_evaluate_fn, torch_evaluate_fn
@@ -243,8 +245,10 @@ def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def results_table(records: list[dict]) -> str:
-    """The records as a Markdown table: file, agent, positions, strict accuracy, weak
-    mistakes (count and rate), seconds."""
+    """The records as Markdown tables: file, agent, positions, strict accuracy, weak
+    mistakes (count and rate), seconds; then the strict accuracy and weak-mistake rate of
+    each by ply (:data:`~..core.config.evaluation.STRENGTH_BUCKETS`: where an agent is weak),
+    ``-`` for a bucket with no positions."""
     lines = [
         "| file | agent | positions | strict acc | weak mistakes | seconds |",
         "|---|---|---|---|---|---|",
@@ -257,6 +261,18 @@ def results_table(records: list[dict]) -> str:
             f"| {r['strict_acc']:.3f} | {r['weak_mistakes']} ({r['weak_mistake_rate']:.1%}) "
             f"| {r['seconds']:.0f} |"
         )
+    spans = [f"plies {lo}-{hi}" for lo, hi in STRENGTH_BUCKETS.values()]
+    lines += ["", "By ply (strict acc / weak mistakes):", "",
+              "| file | agent | " + " | ".join(spans) + " |",
+              "|---|---|" + "---|" * len(spans)]  # fmt: skip
+    for r in records:
+        agent = r["agent"] if r["search"] in (None, "puct") else f"{r['agent']} ({r['search']})"
+        cells = [
+            f"{r[f'strict_acc_{b}']:.3f} / {r[f'weak_mistake_rate_{b}']:.1%}"
+            if f"strict_acc_{b}" in r else "-"
+            for b in STRENGTH_BUCKETS
+        ]  # fmt: skip
+        lines.append(f"| {Path(r['file']).name} | {agent} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -13,11 +13,13 @@ equals ``best_score``.
   optimal moves.
 - ``val_signacc``: the value head has the sign of ``best_score``, on positions
   whose best score is not 0 (not a draw).
-- The same, split by ply bucket: ``begin`` (ply <= 14), ``middle`` (15-28),
-  ``end`` (>= 29), the stone counts of Pons' beginning/middle/end sets; and by
-  the position's outcome class for the side to move (``win``, ``draw``,
-  ``loss``): strict accuracy in a won position means the quickest win, in a
-  lost one the slowest loss.
+- The same, split by ply bucket, two ways (:mod:`.config.evaluation`):
+  ``PLY_BUCKETS``, ``begin`` (ply <= 14), ``middle`` (15-28), ``end`` (>= 29), the stone
+  counts of Pons' beginning/middle/end sets; and ``STRENGTH_BUCKETS``, ``ply00_06``,
+  ``ply07_12``, ``ply13_20`` and ``ply21_42``, finer where the agent is weakest (the
+  opening); and by the position's outcome class for the side to move (``win``, ``draw``,
+  ``loss``): strict accuracy in a
+  won position means the quickest win, in a lost one the slowest loss.
 
 Shapes: N positions, A = 7 columns.
 """
@@ -34,7 +36,7 @@ import torch.nn.functional as F
 
 from .bitboard import State, legal_mask, to_boards
 from .config import mix_seed
-from .config.evaluation import EvaluateConfig
+from .config.evaluation import BUCKETS, EvaluateConfig
 from .config.search import MCTSConfig
 from .inference import EvaluateFn, torch_evaluate_fn
 from .labelling import SCORE_COLUMNS
@@ -45,8 +47,6 @@ from .search import MCTSPlayer, search
 
 log = logging.getLogger(__name__)
 
-PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
-"""Stone-count classes of Pons' benchmark sets (beginning, middle, end), inclusive ranges."""
 OUTCOME_CLASSES = {"win": 1, "draw": 0, "loss": -1}
 """Metric suffix -> the sign of ``best_score`` (the side to move's outcome under perfect play)."""
 
@@ -123,7 +123,7 @@ def solver_set_metrics(
     everything = torch.ones_like(hit)
     metrics = summary(everything, "")
     ply_t = torch.from_numpy(ply)
-    for name, (lo, hi) in PLY_BUCKETS.items():
+    for name, (lo, hi) in BUCKETS.items():
         sel = (ply_t >= lo) & (ply_t <= hi)
         if bool(sel.any()):
             metrics.update(summary(sel, f"_{name}"))
@@ -146,12 +146,13 @@ def search_agent_metrics(
 
     Returns:
         ``strict_acc`` (the move has the best exact score), ``weak_acc`` (it
-        keeps the best outcome class) and ``count``; positions are searched
-        ``batch_size`` at a time, all together on the batched tree. ``progress``: the
-        description of a progress bar over the batches (None: no bar).
+        keeps the best outcome class) and ``count``, overall and per ply bucket
+        (``BUCKETS``: ``strict_acc_ply00_06``, ...; a bucket with no positions is left
+        out); positions are searched ``batch_size`` at a time, all together on the batched
+        tree. ``progress``: the description of a progress bar over the batches (None: no bar).
     """
 
-    state, optimal, best, _ = solver_labels(positions)
+    state, optimal, best, ply = solver_labels(positions)
     outcome = torch.from_numpy(np.sign(positions[SCORE_COLUMNS].astype("float64").to_numpy()))
     picks = []
     starts = range(0, state.batch_size, batch_size)
@@ -164,10 +165,20 @@ def search_agent_metrics(
     hit = optimal.gather(1, top[:, None]).squeeze(1)
     weak_hit = outcome.gather(1, top[:, None]).squeeze(1) == torch.sign(best.double())
     n = max(len(top), 1)
+    by_ply = {}
+    ply_t = torch.from_numpy(ply)
+    for name, (lo, hi) in BUCKETS.items():
+        sel = (ply_t >= lo) & (ply_t <= hi)
+        if len(top) and bool(sel.any()):
+            m = int(sel.sum())
+            by_ply |= {f"strict_acc_{name}": float(hit[sel].sum()) / m,
+                       f"weak_acc_{name}": float(weak_hit[sel].sum()) / m,
+                       f"count_{name}": float(m)}  # fmt: skip
     return {
         "strict_acc": float(hit.sum()) / n,
         "weak_acc": float(weak_hit.sum()) / n,
         "count": float(len(top)),
+        **by_ply,
     }
 
 
@@ -192,7 +203,8 @@ def set_scores(
 
     Both have ``strict_acc`` (the move has the best exact score), ``weak_acc`` and
     ``weak_mistake_rate = 1 - weak_acc`` (the move loses the outcome class: AlphaZero.jl's
-    figure) and ``count``; an empty table gives ``{}``. ``progress``: a progress bar's
+    figure) and ``count``, overall and per ply bucket (``strict_acc_ply00_06``,
+    ``weak_mistake_rate_ply00_06``, ...); an empty table gives ``{}``. ``progress``: a progress bar's
     description for the search agent (None: no bar).
     """
     if labelled.empty:
@@ -200,6 +212,9 @@ def set_scores(
     if mcts is None:
         metrics = solver_set_metrics(network_fn, labelled, batch_size)
         metrics["strict_acc"] = metrics["acc"]
+        metrics |= {
+            f"strict_acc_{b}": metrics[f"acc_{b}"] for b in BUCKETS if f"acc_{b}" in metrics
+        }
         if "decisive" in labelled:
             decisive = labelled.loc[labelled["decisive"].to_numpy(bool)]
             if not decisive.empty:
@@ -208,6 +223,9 @@ def set_scores(
     else:
         metrics = search_agent_metrics(search_fn or network_fn, labelled, mcts, progress=progress)
     metrics["weak_mistake_rate"] = 1.0 - metrics["weak_acc"]
+    for b in BUCKETS:
+        if f"weak_acc_{b}" in metrics:
+            metrics[f"weak_mistake_rate_{b}"] = 1.0 - metrics[f"weak_acc_{b}"]
     return metrics
 
 

@@ -34,6 +34,7 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.config import values
+from ..core.config.evaluation import STRENGTH_BUCKETS
 from ..core.ratings import ratings_table
 from ..params.schema import SCHEMA, RunParams
 from ..run.manifest import generation_metrics
@@ -164,6 +165,8 @@ def render(
                     line += (f" (its start: {before[key]:.3f}, "
                              f"{metrics[key] - before[key]:+.3f})")  # fmt: skip
                 lines.append(line)
+        if (by_ply := by_ply_line(metrics)) is not None:
+            lines.append(f"- {by_ply}")
         if recipe_changes is not None and REFERENCE["metric"] in metrics:
             lines.append(f"- {reference_line(metrics[REFERENCE['metric']], recipe_changes)}")
         if (times := time_line(metrics)) is not None:
@@ -292,6 +295,23 @@ TIMES = (
     ("evaluation", "evaluate.seconds"),
 )
 """The stages of a generation the summary times (the compile is part of self-play)."""
+
+
+def by_ply_line(metrics: dict[str, float], prefix: str = "solver.") -> str | None:
+    """Where the network is weak: ``by ply (network alone on the solver set, strict / weak
+    mistakes): 0-6 0.712 / 9.8%, 7-12 ...`` over :data:`~.core.config.evaluation.STRENGTH_BUCKETS`,
+    the opening first; None without them."""
+    parts = []
+    for bucket, (lo, hi) in STRENGTH_BUCKETS.items():
+        strict, weak = (
+            metrics.get(f"{prefix}acc_{bucket}"),
+            metrics.get(f"{prefix}weak_acc_{bucket}"),
+        )
+        if strict is not None and weak is not None:
+            parts.append(f"{lo}-{hi} {strict:.3f} / {1 - weak:.1%}")
+    if not parts:
+        return None
+    return "by ply (network alone on the solver set, strict / weak mistakes): " + ", ".join(parts)
 
 
 def time_line(metrics: dict[str, float]) -> str | None:

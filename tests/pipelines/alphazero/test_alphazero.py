@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import mlflow
@@ -99,6 +100,9 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     # shows before "more".
     assert parent.data.tags["mlflow.note.content"].startswith(described)
     assert "\n\n## Run summary: alphazero" in parent.data.tags["mlflow.note.content"]
+    assert re.search(r"^- by ply \(network alone on the solver set, strict / weak mistakes\): "
+                     r"\d+-\d+ [01]\.\d{3} / \d+\.\d%", parent.data.tags["mlflow.note.content"],
+                     re.M)  # fmt: skip
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
     assert "model/model.pt" in artifacts
     assert mlflow.active_run() is None  # the run stack is left clean

@@ -7,6 +7,16 @@ from dataclasses import dataclass, field
 from . import check, is_int
 from .search import MCTSConfig
 
+PLY_BUCKETS = {"begin": (0, 14), "middle": (15, 28), "end": (29, 42)}
+"""Stone-count classes of Pons' benchmark sets (beginning, middle, end), inclusive ranges."""
+STRENGTH_BUCKETS = {"ply00_06": (0, 6), "ply07_12": (7, 12), "ply13_20": (13, 20),
+                    "ply21_42": (21, 42)}  # fmt: skip
+"""Where an agent is weak, by ply, inclusive ranges: the opening (plies 0-6, beyond any
+search's horizon from the result) first. The shipped solver set has 2,227 / 5,236 / 4,745 /
+3,599 positions in them."""
+BUCKETS = {**PLY_BUCKETS, **STRENGTH_BUCKETS}
+"""Every ply bucket a solver-set metric is split by."""
+
 
 @dataclass(frozen=True)
 class PreviousMatch:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...common.opening_book import book_folder, solver_spec
-from ...core.evaluation import PLY_BUCKETS
+from ...core.config.evaluation import BUCKETS
 from ...core.labelling import (
     SCORE_COLUMNS,
     Labeller,
@@ -106,7 +106,7 @@ def label_pons_positions(positions: pd.DataFrame, params: dict,
         "label.solve_seconds": stats.solve_seconds,
         "label.seconds": seconds,
     }
-    for name, (lo, hi) in PLY_BUCKETS.items():
+    for name, (lo, hi) in BUCKETS.items():
         sel = (ply >= lo) & (ply <= hi)
         metrics[f"label.skipped_{name}"] = int((~ok & sel).sum())
     log.info("Labelled %d of %d positions: %s", int(ok.sum()), len(positions), metrics)
@@ -131,7 +131,7 @@ def select_pons_positions(labelled: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     metrics = {"set.size": len(table)}
     for ply, n in counts.items():
         metrics[f"set.ply_{int(ply):02d}"] = int(n)
-    for name, (lo, hi) in PLY_BUCKETS.items():
+    for name, (lo, hi) in BUCKETS.items():
         metrics[f"set.count_{name}"] = int(table["ply"].between(lo, hi).sum())
     log.info("Evaluation set: %d decisive positions; by ply: %s", len(table), counts.to_dict())
     return table, _as_mlflow(metrics)
