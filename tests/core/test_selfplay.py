@@ -209,6 +209,9 @@ def test_tiny_model_end_to_end_with_progress():
         ({"dirichlet_eps": 2}, "dirichlet_eps"),
         ({"seed": "x"}, "seed"),
         ({"finish_games": "yes"}, "finish_games"),
+        ({"random_opening_fraction": 1.5}, "random_opening_fraction"),
+        ({"random_opening_fraction": True}, "random_opening_fraction"),
+        ({"random_opening_max": -2}, "random_opening_max"),
     ],
 )
 def test_config_validation(kwargs, field):
@@ -250,6 +253,45 @@ def test_random_opening_plies_play_uniform_legal_moves():
     assert (late["action"] == 3).mean() > 0.9
     with pytest.raises(ValueError, match="random_opening_plies must be an integer >= 0, got -1"):
         selfplay_config(random_opening_plies=-1)
+
+
+def test_a_share_of_games_opens_with_a_random_length_fixed_at_its_start():
+    from connect_zero_pipeline.core.selfplay import opening_plies, slot_keys
+
+    keys = slot_keys(3, 1, torch.arange(4000))
+    episode = torch.arange(4000) % 5
+    fixed = selfplay_config(random_opening_plies=4)
+    assert (opening_plies(keys, episode, fixed) == 4).all()  # the default: every game 4
+    mixed = selfplay_config(random_opening_plies=4, random_opening_fraction=0.5,
+                            random_opening_max=12)  # fmt: skip
+    lengths = opening_plies(keys, episode, mixed)
+    assert torch.equal(lengths, opening_plies(keys, episode, mixed))  # the game's own draw
+    assert int(lengths.min()) == 0 and int(lengths.max()) == 12
+    counts = torch.bincount(lengths, minlength=13).float()
+    # half of the games at 4, the other half uniform over 0..12 (about 154 each)
+    assert abs(counts[4] / 4000 - (0.5 + 0.5 / 13)) < 0.03
+    assert (abs(counts[torch.arange(13) != 4] / 4000 - 0.5 / 13) < 0.015).all()
+    assert not torch.equal(lengths, opening_plies(keys, episode + 1, mixed))  # the next game
+
+
+def test_games_with_a_long_random_opening_play_uniform_moves_that_long():
+    def prefers_column_4(boards):
+        logits = torch.full((boards.shape[0], 7), -5.0)
+        logits[:, 3] = 5.0
+        return logits, torch.zeros(boards.shape[0])
+
+    base = dict(num_games=64, sims=4, moves_per_gen=30, temp_cutoff=0, dirichlet_eps=0.0, seed=1,
+                random_opening_plies=0, random_opening_max=8)  # fmt: skip
+    every = self_play(selfplay_config(**base, random_opening_fraction=1.0), prefers_column_4)
+    none = self_play(selfplay_config(**base, random_opening_fraction=0.0), prefers_column_4)
+    assert set(none.loc[none["ply"] < 6, "action"]) == {3}  # the search's, until it is full
+    off = every.loc[(every["ply"] > 0) & (every["ply"] < 6), "action"]
+    # plies 1-5 random in the games whose opening is longer (L uniform in 0..8: about 55%
+    # of them), and 6 in 7 of those moves are not column 4
+    assert 0.3 < (off != 3).mean() < 0.65
+    assert self_play(selfplay_config(**base, random_opening_fraction=1.0), prefers_column_4).equals(
+        every
+    )
 
 
 def test_gumbel_self_play_trains_on_the_improved_policy_and_shards_alike():

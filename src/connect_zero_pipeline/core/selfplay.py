@@ -274,7 +274,26 @@ def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
     return _NUM_NOISE + 2 + (WIDTH if "gumbel" in POLICIES[mcts_cfg.search].inputs else 0)
 
 
-def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor):
+_OPENING_SALT = _i64(0x6F70656E696E6721)  # "opening!": the games' own stream, apart from the steps'
+
+
+def opening_plies(keys: torch.Tensor, episode: torch.Tensor, cfg: SelfPlayConfig) -> torch.Tensor:
+    """``[B] int64``: how many random plies open the current game of each slot (stream
+    ``keys [B]``, game ``episode [B]`` of the slot): ``cfg.random_opening_plies``, or for a
+    ``cfg.random_opening_fraction`` of games a length uniform in ``0..random_opening_max``.
+    Drawn from the game's own counter (the same at every ply of it), so a game's opening is
+    fixed at its start whatever the step, shard or device."""
+    fixed = torch.full_like(episode, cfg.random_opening_plies)
+    if cfg.random_opening_fraction <= 0:
+        return fixed
+    bits = _splitmix64(_splitmix64(keys ^ _OPENING_SALT) ^ episode)  # (B,)
+    which = ((bits >> 40) & 0xFFFFFF).float() * (1.0 / (1 << 24))  # [0, 1)
+    length = ((bits >> 8) & 0xFFFFFFFF) % (cfg.random_opening_max + 1)
+    return torch.where(which < cfg.random_opening_fraction, length, fixed)
+
+
+def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
+            opening: torch.Tensor | int | None = None):  # fmt: skip
     """One search per game of ``state`` and the move each plays.
 
     ``search_fn(state, evaluate_fn, inputs=)`` searches with ``cfg.mcts`` and its policy
@@ -282,8 +301,9 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor)
     games' uniforms of this step, laid out as :func:`_draws_per_step` says; the policy gets
     the inputs it reads (:attr:`~.search.policies.Policy.inputs`): root noise, Gumbel noise, and a
     uniform with the plies that sample their move (the first ``temp_cutoff`` of a game).
-    Returns ``(action [B], target [B, 7], root_value [B])``: the policy's move and action
-    weights (the training target).
+    ``opening [B]``: the random plies that open each game (:func:`opening_plies`; None:
+    ``cfg.random_opening_plies``). Returns ``(action [B], target [B, 7], root_value [B])``:
+    the policy's move and action weights (the training target).
     """
     mcts_cfg = cfg.mcts
     wanted = POLICIES[mcts_cfg.search].inputs
@@ -298,11 +318,12 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor)
     )  # fmt: skip
     result = search_fn(state, evaluate_fn, inputs=inputs)
     action = result.action
-    if cfg.random_opening_plies:
+    opening = cfg.random_opening_plies if opening is None else opening
+    if cfg.random_opening_plies or cfg.random_opening_fraction > 0:
         legal = legal_mask(state).float()  # (B, 7)
         pick = (u[:, _NUM_NOISE + 1 : _NUM_NOISE + 2] * legal.sum(1, keepdim=True)).floor()
         uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
-        action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
+        action = torch.where(state.ply < opening, uniform, action)
     return action, result.action_weights, result.root_value
 
 
@@ -385,7 +406,8 @@ def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: Se
         sub = State(torch.where(active, sub.position, 0),
                     torch.where(active, sub.mask, BOARD_MASK), sub.ply)  # fmt: skip
     u = slot_uniforms(keys, t, _draws_per_step(cfg.mcts))
-    action, target, root_value = _choose(sub, evaluate_fn, cfg, search_fn, u)
+    opening = opening_plies(keys, episode, cfg)
+    action, target, root_value = _choose(sub, evaluate_fn, cfg, search_fn, u, opening)
     step = play(sub, action, validate=False)
     done = step.done if active is None else step.done & active
     rows = {

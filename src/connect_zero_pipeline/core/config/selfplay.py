@@ -39,6 +39,13 @@ class SelfPlayConfig:
     """The first plies of each game play a uniformly random legal move (still searched
     and recorded with their visit targets): exploration of openings self-play would
     not choose, like the random openings of the evaluation set."""
+    random_opening_fraction: float = 0.0
+    """The share of games (each drawn once, at its start) whose random opening is instead
+    ``L`` plies, ``L`` uniform in ``0..random_opening_max``: positions a few plies off good
+    play, as people and benchmarks reach them (issue 61's opening diversity; 0: every game
+    opens with ``random_opening_plies``)."""
+    random_opening_max: int = 12
+    """The longest random opening of the ``random_opening_fraction`` games."""
     seed: int = 0
     """Seed of the per-slot random streams (with the generation number and slot index)."""
     mcts: MCTSConfig = SEARCH
@@ -51,11 +58,15 @@ class SelfPlayConfig:
         for key in ("num_games", "moves_per_gen"):
             check(is_int(getattr(self, key)) and getattr(self, key) >= 1, key,
                   getattr(self, key), "an integer >= 1")  # fmt: skip
-        for key in ("temp_cutoff", "random_opening_plies"):
+        for key in ("temp_cutoff", "random_opening_plies", "random_opening_max"):
             check(is_int(getattr(self, key)) and getattr(self, key) >= 0, key,
                   getattr(self, key), "an integer >= 0")  # fmt: skip
         check(isinstance(self.finish_games, bool), "finish_games", self.finish_games,
               "true or false")  # fmt: skip
+        fraction = self.random_opening_fraction
+        check(isinstance(fraction, int | float) and not isinstance(fraction, bool)
+              and 0.0 <= fraction <= 1.0, "random_opening_fraction", fraction,
+              "a number in [0, 1]")  # fmt: skip
         check(is_int(self.seed), "seed", self.seed, "an integer")
         check(isinstance(self.mcts, MCTSConfig), "mcts", self.mcts, "an MCTSConfig")
         check(self.num_games * games_per_slot(self.moves_per_gen) < 2**31, "num_games",
