@@ -222,6 +222,24 @@ def test_usage_errors(tmp_path):
     assert status == 2 and "cannot read position file" in err
     for argv in (["--file", str(path), "--max-nodes", "-1"], ["--max-nodes", "5"]):
         assert command("benchmark", *argv)[0] == 2
+    for plies in ("7-3", "0-43", "opening"):
+        status, _, err = command("benchmark", "--file", str(path), "--plies", plies)
+        assert (
+            status == 2
+            and f"must be a ply or a range LO-HI within 0-42 like 0-6, got {plies!r}" in err
+        )
+
+
+def test_plies_score_only_the_positions_of_those_plies(position_file, model_file):
+    # The file's positions are at plies 22, 23, 28, 25 and 37: 25-30 holds two of them.
+    status, records, _ = _score("--file", str(position_file), "--model", str(model_file),
+                                "--plies", "25-30", "--sims", "0")  # fmt: skip
+    assert status == 0 and [(r["positions"], r["count"], r["plies"]) for r in records] == [
+        (2, 2.0, "25-30")]  # fmt: skip
+    assert records[0]["count_ply21_42"] == 2 and "count_ply00_06" not in records[0]
+    status, out, _ = command("benchmark", "--file", str(position_file), "--model",
+                             str(model_file), "--plies", "37", "--cache", "none")  # fmt: skip
+    assert status == 0 and f"| {position_file.name} (plies 37-37) | network | 1 |" in out
 
 
 def test_end_to_end_on_a_public_file(model_file, tmp_path):

@@ -10,7 +10,8 @@ file is a table labelled already (the ``pons_positions`` schema, e.g. the
 shipped ``data/03_primary/pons_positions.parquet``), scored as it is. The model is
 chosen as by ``play`` (:mod:`.model_source`): ``--model`` a model file or a
 versioned folder (its latest version), else the latest version of the catalog
-entry ``--dataset`` (default ``latest_model``).
+entry ``--dataset`` (default ``latest_model``). ``--plies LO-HI`` keeps only the
+positions of those plies (before any labelling), e.g. ``0-6``: the opening.
 
 Every move of every position is labelled by the perfect solver, with the
 ``pons`` pipeline's :class:`~..core.labelling.Labeller` on every core, within
@@ -68,6 +69,7 @@ import pandas as pd
 
 from ..common.opening_book import solver_spec
 from ..common.project import project_root
+from ..core.board import NUM_CELLS
 from ..core.config.evaluation import STRENGTH_BUCKETS
 from ..core.config.search import SEARCHES, MCTSConfig
 from ..core.evaluation import set_scores
@@ -95,6 +97,20 @@ def _sims(ctx, param, text: str) -> list[int]:
     return values
 
 
+def _plies(ctx, param, text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    lo, sep, hi = text.partition("-")
+    try:
+        span = (int(lo), int(hi)) if sep else (int(lo), int(lo))
+    except ValueError:
+        span = (-1, -1)
+    if not 0 <= span[0] <= span[1] <= NUM_CELLS:
+        raise click.BadParameter(f"must be a ply or a range LO-HI within 0-{NUM_CELLS} like 0-6, "
+                                 f"got {text!r}")  # fmt: skip
+    return span
+
+
 def _searches() -> list[str]:
     return list(SEARCHES)
 
@@ -118,6 +134,13 @@ def _searches() -> list[str]:
     callback=_sims,
     metavar="N[,N...]",
     help="The agents: 0 is the network alone, N > 0 MCTS with N simulations (default 0).",
+)
+@click.option(
+    "--plies",
+    default=None,
+    callback=_plies,
+    metavar="LO-HI",
+    help="Only the positions of these plies (stones on the board), e.g. 0-6: the opening.",
 )
 @click.option(
     "--search",
@@ -187,6 +210,8 @@ def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
     tables, errors = [], []
     for path in paths:  # every file is checked before minutes of solving start
         table, bad = read_positions(path)
+        if args.plies is not None and not bad:  # before the labelling: only these are solved
+            table = table.loc[table["ply"].between(*args.plies)].reset_index(drop=True)
         tables.append(table)
         errors.extend(bad)
     if errors:
@@ -221,6 +246,7 @@ def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
                 count = float(len(labelled))
                 record = {
                     "file": str(path),
+                    "plies": None if args.plies is None else "{}-{}".format(*args.plies),
                     "model": description,
                     "agent": agent,
                     "search": None if sims == 0 else args.search,
@@ -257,7 +283,7 @@ def results_table(records: list[dict]) -> str:
         agent = r["agent"] if r["search"] in (None, "puct") else f"{r['agent']} ({r['search']})"
         skipped = f" ({r['skipped']} over budget)" if r["skipped"] else ""
         lines.append(
-            f"| {Path(r['file']).name} | {agent} | {int(r['count'])}{skipped} "
+            f"| {_file_label(r)} | {agent} | {int(r['count'])}{skipped} "
             f"| {r['strict_acc']:.3f} | {r['weak_mistakes']} ({r['weak_mistake_rate']:.1%}) "
             f"| {r['seconds']:.0f} |"
         )
@@ -272,8 +298,14 @@ def results_table(records: list[dict]) -> str:
             if f"strict_acc_{b}" in r else "-"
             for b in STRENGTH_BUCKETS
         ]  # fmt: skip
-        lines.append(f"| {Path(r['file']).name} | {agent} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_file_label(r)} | {agent} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _file_label(record: dict) -> str:
+    """A row's file: its name, and the plies it was limited to (``--plies``)."""
+    name = Path(record["file"]).name
+    return name if record.get("plies") is None else f"{name} (plies {record['plies']})"
 
 
 def _cache_dir(option: str | None) -> Path | None:
