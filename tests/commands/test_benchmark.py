@@ -159,6 +159,15 @@ def test_a_labelled_parquet_table_is_scored_as_it_is(model_file, tmp_path):
     assert records[0]["acc"] == pytest.approx(expected["acc"], rel=1e-5)
     assert records[0]["count_win"] == expected["count_win"] and records[0]["skipped"] == 0
     assert records[1]["count"] == NUM_POSITIONS
+    # A versioned folder (the catalog's, as the shipped set's) is its newest version alone.
+    folder = tmp_path / "pons_positions.parquet"
+    for version, rows in (("2026-01-01T00.00.00.000Z", reference),
+                          ("2026-01-02T00.00.00.000Z", reference.iloc[:2])):  # fmt: skip
+        (folder / version).mkdir(parents=True)
+        rows.to_parquet(folder / version / folder.name)
+    status, records, _ = _score("--file", str(folder), "--model", str(model_file))
+    assert status == 0 and records[0]["count"] == 2  # not the 7 rows of both versions
+    assert records[0]["file"] == str(folder / "2026-01-02T00.00.00.000Z" / folder.name)
     # A table without the labels is an invalid file: nothing is scored.
     reference.drop(columns=["best_score"]).to_parquet(table)
     status, records, err = _score("--file", str(table), "--model", str(model_file))

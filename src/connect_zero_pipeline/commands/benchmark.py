@@ -7,7 +7,8 @@ Each file holds one position per line in Pascal Pons' benchmark format,
 ``<moves> [<score>]`` (``tests/data/pons/Test_L2_R1``); only the moves are
 read, the expected score is ignored. Empty lines are skipped. A ``.parquet``
 file is a table labelled already (the ``pons_positions`` schema, e.g. the
-shipped ``data/03_primary/pons_positions.parquet``), scored as it is. The model is
+shipped ``data/03_primary/pons_positions.parquet``: a versioned folder is its newest
+version), scored as it is. The model is
 chosen as by ``play`` (:mod:`.model_source`): ``--model`` a model file or a
 versioned folder (its latest version), else the latest version of the catalog
 entry ``--dataset`` (default ``latest_model``). ``--plies LO-HI`` keeps only the
@@ -79,6 +80,7 @@ from ..core.pons_files import label_positions, read_pons_file
 from ..executors.dispatch import chunk_runner
 from ..executors.settings import NodeSettings
 from ..params.pons import PonsConfig
+from ..run.manifest import newest_version
 from . import finish, max_nodes_option
 from .model_source import CommandError, model_options, one_model, resolve_model, run_command
 
@@ -204,9 +206,17 @@ def read_positions(path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise CommandError(str(exc)) from exc
 
 
+def positions_file(path: Path) -> Path:
+    """``path``, or for a versioned dataset folder (``data/03_primary/pons_positions.parquet``)
+    its newest version's file: one set, never every version read as one table."""
+    if path.is_dir() and (newest := newest_version(path)) is not None:
+        return newest
+    return path
+
+
 def run(args: SimpleNamespace, stdout: TextIO, stderr: TextIO) -> int:
     """Score every file; returns the exit status."""
-    paths = [Path(f) for f in args.files]
+    paths = [positions_file(Path(f)) for f in args.files]
     tables, errors = [], []
     for path in paths:  # every file is checked before minutes of solving start
         table, bad = read_positions(path)
