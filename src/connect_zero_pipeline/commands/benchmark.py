@@ -290,7 +290,7 @@ def results_table(records: list[dict]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in records:
-        agent = r["agent"] if r["search"] in (None, "puct") else f"{r['agent']} ({r['search']})"
+        agent = _agent_label(r)
         skipped = f" ({r['skipped']} over budget)" if r["skipped"] else ""
         lines.append(
             f"| {_file_label(r)} | {agent} | {int(r['count'])}{skipped} "
@@ -302,7 +302,7 @@ def results_table(records: list[dict]) -> str:
               "| file | agent | " + " | ".join(spans) + " |",
               "|---|---|" + "---|" * len(spans)]  # fmt: skip
     for r in records:
-        agent = r["agent"] if r["search"] in (None, "puct") else f"{r['agent']} ({r['search']})"
+        agent = _agent_label(r)
         cells = [
             f"{r[f'strict_acc_{b}']:.3f} / {r[f'weak_mistake_rate_{b}']:.1%}"
             if f"strict_acc_{b}" in r else "-"
@@ -310,6 +310,12 @@ def results_table(records: list[dict]) -> str:
         ]  # fmt: skip
         lines.append(f"| {_file_label(r)} | {agent} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _agent_label(record: dict) -> str:
+    """A row's agent, with its search when not PUCT (the default)."""
+    search = record["search"]
+    return record["agent"] if search in (None, "puct") else f"{record['agent']} ({search})"
 
 
 def _file_label(record: dict) -> str:

@@ -112,7 +112,9 @@ def _model_command(binary: Path, port: int, project: Path, model: str):
     from this environment (``--env-manager local``; its ``bin`` first on ``PATH``, where MLflow
     looks for uvicorn)."""
     os.environ.update(QUIET_MODEL_SERVER)  # before MLflow is imported: it reads them then
-    from ..tracking.served import SOURCE_FILE, served_model  # noqa: PLC0415 (imports MLflow)
+    # here, not at the top: it imports MLflow's model serving (seconds), which make mlflow
+    # and make viz, started by this module too, do not need
+    from ..tracking.served import SOURCE_FILE, served_model  # noqa: PLC0415
 
     store = f"sqlite:///{project / 'mlflow.db'}"
     folder = served_model(model, project / SERVED_FOLDER, store)

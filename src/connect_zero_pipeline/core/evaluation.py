@@ -18,8 +18,8 @@ equals ``best_score``.
   counts of Pons' beginning/middle/end sets; and ``STRENGTH_BUCKETS``, ``ply00_06``,
   ``ply07_12``, ``ply13_20`` and ``ply21_42``, finer where the agent is weakest (the
   opening); and by the position's outcome class for the side to move (``win``, ``draw``,
-  ``loss``): strict accuracy in a
-  won position means the quickest win, in a lost one the slowest loss.
+  ``loss``): strict accuracy in a won position means the quickest win, in a lost one the
+  slowest loss.
 
 Shapes: N positions, A = 7 columns.
 """
@@ -49,6 +49,13 @@ log = logging.getLogger(__name__)
 
 OUTCOME_CLASSES = {"win": 1, "draw": 0, "loss": -1}
 """Metric suffix -> the sign of ``best_score`` (the side to move's outcome under perfect play)."""
+
+
+def ply_buckets(ply: np.ndarray) -> list[tuple[str, torch.Tensor]]:
+    """``(name, mask [N] bool)`` of each ply bucket (``BUCKETS``) that holds a position."""
+    ply_t = torch.from_numpy(ply)
+    masks = [(name, (ply_t >= lo) & (ply_t <= hi)) for name, (lo, hi) in BUCKETS.items()]
+    return [(name, sel) for name, sel in masks if bool(sel.any())]
 
 
 def solver_labels(positions: pd.DataFrame) -> tuple[State, torch.Tensor, torch.Tensor, np.ndarray]:
@@ -122,11 +129,8 @@ def solver_set_metrics(
 
     everything = torch.ones_like(hit)
     metrics = summary(everything, "")
-    ply_t = torch.from_numpy(ply)
-    for name, (lo, hi) in BUCKETS.items():
-        sel = (ply_t >= lo) & (ply_t <= hi)
-        if bool(sel.any()):
-            metrics.update(summary(sel, f"_{name}"))
+    for name, sel in ply_buckets(ply):
+        metrics.update(summary(sel, f"_{name}"))
     for name, sign in OUTCOME_CLASSES.items():
         sel = torch.sign(best) == sign
         if bool(sel.any()):
@@ -164,22 +168,17 @@ def search_agent_metrics(
     top = torch.cat(picks) if picks else torch.zeros(0, dtype=torch.int64)
     hit = optimal.gather(1, top[:, None]).squeeze(1)
     weak_hit = outcome.gather(1, top[:, None]).squeeze(1) == torch.sign(best.double())
-    n = max(len(top), 1)
-    by_ply = {}
-    ply_t = torch.from_numpy(ply)
-    for name, (lo, hi) in BUCKETS.items():
-        sel = (ply_t >= lo) & (ply_t <= hi)
-        if len(top) and bool(sel.any()):
-            m = int(sel.sum())
-            by_ply |= {f"strict_acc_{name}": float(hit[sel].sum()) / m,
-                       f"weak_acc_{name}": float(weak_hit[sel].sum()) / m,
-                       f"count_{name}": float(m)}  # fmt: skip
-    return {
-        "strict_acc": float(hit.sum()) / n,
-        "weak_acc": float(weak_hit.sum()) / n,
-        "count": float(len(top)),
-        **by_ply,
-    }
+
+    def summary(sel: torch.Tensor, suffix: str) -> dict[str, float]:
+        m = int(sel.sum())
+        return {f"strict_acc{suffix}": float(hit[sel].sum()) / max(m, 1),
+                f"weak_acc{suffix}": float(weak_hit[sel].sum()) / max(m, 1),
+                f"count{suffix}": float(m)}  # fmt: skip
+
+    metrics = summary(torch.ones_like(hit), "")
+    for name, sel in ply_buckets(ply[: len(top)]):
+        metrics.update(summary(sel, f"_{name}"))
+    return metrics
 
 
 def win_rates(

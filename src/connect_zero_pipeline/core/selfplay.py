@@ -293,7 +293,7 @@ def opening_plies(keys: torch.Tensor, episode: torch.Tensor, cfg: SelfPlayConfig
 
 
 def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
-            opening: torch.Tensor | int | None = None):  # fmt: skip
+            opening: torch.Tensor):  # fmt: skip
     """One search per game of ``state`` and the move each plays.
 
     ``search_fn(state, evaluate_fn, inputs=)`` searches with ``cfg.mcts`` and its policy
@@ -301,8 +301,7 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
     games' uniforms of this step, laid out as :func:`_draws_per_step` says; the policy gets
     the inputs it reads (:attr:`~.search.policies.Policy.inputs`): root noise, Gumbel noise, and a
     uniform with the plies that sample their move (the first ``temp_cutoff`` of a game).
-    ``opening [B]``: the random plies that open each game (:func:`opening_plies`; None:
-    ``cfg.random_opening_plies``). Returns ``(action [B], target [B, 7], root_value [B])``:
+    ``opening [B]``: the random plies that open each game (:func:`opening_plies`). Returns ``(action [B], target [B, 7], root_value [B])``:
     the policy's move and action weights (the training target).
     """
     mcts_cfg = cfg.mcts
@@ -318,7 +317,6 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
     )  # fmt: skip
     result = search_fn(state, evaluate_fn, inputs=inputs)
     action = result.action
-    opening = cfg.random_opening_plies if opening is None else opening
     if cfg.random_opening_plies or cfg.random_opening_fraction > 0:
         legal = legal_mask(state).float()  # (B, 7)
         pick = (u[:, _NUM_NOISE + 1 : _NUM_NOISE + 2] * legal.sum(1, keepdim=True)).floor()

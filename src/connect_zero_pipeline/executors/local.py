@@ -215,9 +215,9 @@ def local_self_play(
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
-                played = fut.result()
-                tables[futures[fut]] = played.table
-                compile_s = max(compile_s, played.compile_s)
+                if (played := fut.result()) is not None:  # None: a shard given up
+                    tables[futures[fut]] = played.table
+                    compile_s = max(compile_s, played.compile_s)
             while bar is not None:
                 try:
                     bar.update(shard_pool.steps.get_nowait())

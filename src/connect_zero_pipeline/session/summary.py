@@ -297,15 +297,15 @@ TIMES = (
 """The stages of a generation the summary times (the compile is part of self-play)."""
 
 
-def by_ply_line(metrics: dict[str, float], prefix: str = "solver.") -> str | None:
+def by_ply_line(metrics: dict[str, float]) -> str | None:
     """Where the network is weak: ``by ply (network alone on the solver set, strict / weak
     mistakes): 0-6 0.712 / 9.8%, 7-12 ...`` over :data:`~.core.config.evaluation.STRENGTH_BUCKETS`,
     the opening first; None without them."""
     parts = []
     for bucket, (lo, hi) in STRENGTH_BUCKETS.items():
         strict, weak = (
-            metrics.get(f"{prefix}acc_{bucket}"),
-            metrics.get(f"{prefix}weak_acc_{bucket}"),
+            metrics.get(f"solver.acc_{bucket}"),
+            metrics.get(f"solver.weak_acc_{bucket}"),
         )
         if strict is not None and weak is not None:
             parts.append(f"{lo}-{hi} {strict:.3f} / {1 - weak:.1%}")
