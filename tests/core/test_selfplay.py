@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 import torch
@@ -13,6 +15,7 @@ from connect_zero_pipeline.core.search.base import win_value
 from connect_zero_pipeline.core.selfplay import (
     COLUMNS,
     backward_z,
+    full_steps,
     merge_shards,
     self_play,
     shard_slots,
@@ -325,3 +328,64 @@ def test_the_restructured_search_plays_the_same_games(search):
     # Floats: bit-identical on the machine that made the file; a tolerance for another
     # CPU's vectorised exp/tanh, which may round the last bit differently.
     pd.testing.assert_frame_equal(now, before, check_exact=False, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"full_search_fraction": 0.0}, "full_search_fraction must be a number in (0, 1], got 0.0"),
+        ({"full_search_fraction": 1.5}, "full_search_fraction must be a number in (0, 1], got 1.5"),
+        ({"full_search_fraction": True}, "full_search_fraction must be"),
+        ({"full_search_fraction": 0.5, "sims": 4, "cheap_sims": 5},
+         "cheap_sims must be an integer in [1, mcts.sims=4], got 5"),
+        ({"cheap_sims": 0}, "cheap_sims must be an integer >= 1, got 0"),
+    ],
+)  # fmt: skip
+def test_playout_cap_settings_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        selfplay_config(**kwargs)
+    # cheap_sims above sims is only read when some steps are cheap
+    assert selfplay_config(sims=2, cheap_sims=4).cheap_sims == 4
+
+
+def test_full_steps_are_a_share_drawn_from_the_seed_and_generation():
+    cfg = selfplay_config(full_search_fraction=0.25, cheap_sims=2)
+    steps = full_steps(cfg, 3, 4000)
+    assert steps == full_steps(cfg, 3, 4000)
+    assert abs(sum(steps) / 4000 - 0.25) < 0.03
+    assert steps != full_steps(cfg, 4, 4000)
+    assert steps != full_steps(selfplay_config(**{**cfg.__dict__, "seed": 1}), 3, 4000)
+    assert full_steps(selfplay_config(), 3, 50) == [True] * 50  # the default: every step
+
+
+def _slot_steps(table: pd.DataFrame, stride: int) -> pd.Series:
+    """The step of each row of a table that kept every step of its slots from step 0."""
+    return table.groupby(table["game"] // stride).cumcount()
+
+
+def test_playout_cap_keeps_the_full_steps_rows_and_searches_the_others_cheaply():
+    base = {**SMALL.__dict__, "search": "gumbel", "moves_per_gen": 20}
+    every = self_play(selfplay_config(**base), pure_fn)
+    # cheap steps as deep as the full ones: the same games, only the full steps' rows kept
+    same = selfplay_config(**{**base, "full_search_fraction": 0.5, "cheap_sims": SMALL.mcts.sims})
+    capped = self_play(same, pure_fn)
+    full = full_steps(same, 0, len(every))
+    steps = _slot_steps(every, games_per_slot(20))
+    expected = every[[full[t] for t in steps]].reset_index(drop=True)
+    assert 0 < len(capped) < len(every)
+    assert capped.equals(expected)
+    # and cheap steps are cheaper: fewer network evaluations
+    calls = []
+
+    def counting(boards):
+        calls.append(boards.shape[0])
+        return pure_fn(boards)
+
+    self_play(selfplay_config(**base), counting)
+    full_cost, calls[:] = sum(calls), []
+    self_play(selfplay_config(**{**base, "full_search_fraction": 0.5, "cheap_sims": 1}), counting)
+    assert sum(calls) < 0.8 * full_cost
+    # shards agree on which steps are full
+    cheap = selfplay_config(**{**base, "full_search_fraction": 0.5, "cheap_sims": 2})
+    parts = [self_play(cheap, pure_fn, shard_index=i, num_shards=2) for i in range(2)]
+    assert merge_shards(parts).equals(self_play(cheap, pure_fn))

@@ -39,7 +39,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -240,22 +240,30 @@ def play_games(
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
         return Played(empty_games_table())
-    program = None
+    programs = None  # the full search's and the cheap one's (the same with every step full)
     if compiler is not None:
         if backend not in ("auto", "torch"):
             raise ValueError(f"compile {compile!r} runs the network with torch, but backend is "
                              f"{backend!r}: set backend to auto or torch")  # fmt: skip
         if compiler == "inductor":  # the tracing backends write no cache
             use_cache(compile_cache)
-        program = compiled_search(cfg.mcts, compiler)
+        full = compiled_search(cfg.mcts, compiler)
+        cheap = (
+            compiled_search(cheap_search(cfg), compiler) if cfg.full_search_fraction < 1 else full
+        )
+        programs = (full, cheap)
         if model is not None:
             evaluate_fn = network(model, device)
     elif model is not None:
         evaluate_fn = make_evaluate_fn(model, device, backend)
-    compiling = program.counters.compile_seconds if program is not None else 0.0
+
+    def compile_seconds() -> float:
+        return sum(p.counters.compile_seconds for p in set(programs)) if programs else 0.0
+
+    compiling = compile_seconds()
     with torch_threads(num_threads):
-        table = _play(cfg, evaluate_fn, slots, generation, device, progress, program)
-    return Played(table, (program.counters.compile_seconds - compiling) if program else 0.0)
+        table = _play(cfg, evaluate_fn, slots, generation, device, progress, programs)
+    return Played(table, compile_seconds() - compiling)
 
 
 def self_play(config: SelfPlayConfig | None = None, evaluate_fn: EvaluateFn | None = None,
@@ -292,6 +300,27 @@ def opening_plies(keys: torch.Tensor, episode: torch.Tensor, cfg: SelfPlayConfig
     return torch.where(which < cfg.random_opening_fraction, length, fixed)
 
 
+_FULL_SALT = _i64(0x66756C6C73746570)  # "fullstep": the steps' full-or-cheap draws
+
+
+def cheap_search(cfg: SelfPlayConfig) -> MCTSConfig:
+    """The search of a cheap step: ``cfg.mcts`` with ``cfg.cheap_sims`` simulations."""
+    return replace(cfg.mcts, sims=cfg.cheap_sims)
+
+
+def full_steps(cfg: SelfPlayConfig, generation: int, steps: int) -> list[bool]:
+    """Which of a generation's ``steps`` are searched in full and kept for training
+    (playout-cap randomisation, ``cfg.full_search_fraction``; every step when it is 1).
+    Drawn from the seed and the generation alone, so every shard and device agrees."""
+    if cfg.full_search_fraction >= 1:
+        return [True] * steps
+    key = _splitmix64(torch.tensor([_i64(cfg.seed) ^ _FULL_SALT], dtype=torch.int64))
+    key = _splitmix64(key ^ _i64(generation))
+    bits = _splitmix64(key ^ torch.arange(steps, dtype=torch.int64))  # (steps,)
+    uniform = ((bits >> 40) & 0xFFFFFF).double() * (1.0 / (1 << 24))  # [0, 1)
+    return (uniform < cfg.full_search_fraction).tolist()
+
+
 def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
             opening: torch.Tensor):  # fmt: skip
     """One search per game of ``state`` and the move each plays.
@@ -326,13 +355,15 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
 
 
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress,
-          program=None):  # fmt: skip
+          programs=None):  # fmt: skip
     G, T = len(slots), cfg.moves_per_gen
     # With finish_games, the games in progress after step T play on (only they search)
     # for at most NUM_CELLS - 1 more steps: no ply is dropped for want of an outcome.
     steps = T + (NUM_CELLS - 1 if cfg.finish_games else 0)
-    mcts_cfg = cfg.mcts
-    search_fn = partial(search, config=mcts_cfg) if program is None else program
+    compiled = programs is not None  # then every step keeps its shapes (masked, not compacted)
+    if programs is None:
+        programs = (partial(search, config=cfg.mcts), partial(search, config=cheap_search(cfg)))
+    full = full_steps(cfg, generation, steps)
     b_slot = torch.arange(slots.start, slots.stop, dtype=torch.int64, device=device)  # (G,)
     keys = slot_keys(cfg.seed, generation, b_slot)
     state = initial_state(G, device)
@@ -348,6 +379,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         "done": torch.zeros(steps, G, dtype=torch.bool, device=device),
         "reward": torch.zeros(steps, G, dtype=torch.float32, device=device),
     }
+    kept = torch.tensor(full, dtype=torch.bool, device=device)  # (steps,) the trained steps
     bar = None
     if progress is True:
         bar = progress_bar(
@@ -363,12 +395,13 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         idx, active, playing = every_slot, None, G
         if t >= T:
             active = state.ply > 0  # (G,)
-            if program is None:
+            if not compiled:
                 idx, active = active.nonzero().squeeze(1), None
             playing = len(idx) if active is None else int(active.sum())  # one host read
             if playing == 0:
                 break
         searched += playing
+        search_fn = programs[0] if full[t] else programs[1]
         rows, state = _step(state, idx, active, keys, episode, t, evaluate_fn, cfg, search_fn)
         for name, value in rows.items():
             rec[name][t, idx] = value
@@ -382,7 +415,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         bar.close()
     elapsed = time.perf_counter() - start
     z, complete = backward_z(rec["done"], rec["reward"])
-    table = _to_table(rec, z, complete, b_slot, generation, games_per_slot(T))
+    table = _to_table(rec, z, complete & kept[:, None], b_slot, generation, games_per_slot(T))
     log.info(
         "self-play gen %d slots %d-%d: %d searches in %.1f s (%.0f/s), %d positions kept",
         generation, slots.start, slots.stop - 1, searched, elapsed, searched / elapsed, len(table),

@@ -120,11 +120,14 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
 
 def _first_player_score(games: pd.DataFrame) -> float:
     """Mean outcome for the first player (+1 win, 0 draw, -1 loss) over finished games
-    (the sign of ``z``: a win's ``z`` is below 1 when ``win_decay`` > 0)."""
+    (the sign of ``z``: a win's ``z`` is below 1 when ``win_decay`` > 0), read from each
+    game's first kept row (with playout-cap randomisation a game's ply 0 may not be kept):
+    ``z`` is the mover's, so it flips at odd plies."""
     if games.empty:
         return 0.0
-    first = games[games["ply"] == 0]
-    return float(np.sign(first["z"]).mean())
+    first = games.drop_duplicates("game")  # the table is sorted by (game, ply)
+    mover = np.where(first["ply"].to_numpy() % 2 == 0, 1.0, -1.0)
+    return float((np.sign(first["z"].to_numpy()) * mover).mean())
 
 
 def train_generation(
