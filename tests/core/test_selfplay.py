@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pandas as pd
 import pytest
 import torch
 
-from connect_zero_pipeline.core.bitboard import State, play, popcount
+from connect_zero_pipeline.core.bitboard import State, legal_mask, play, popcount, to_boards
 from connect_zero_pipeline.core.config.selfplay import SelfPlayConfig, games_per_slot
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.search.base import win_value
@@ -17,6 +18,7 @@ from connect_zero_pipeline.core.selfplay import (
     backward_z,
     full_steps,
     merge_shards,
+    policy_surprise,
     self_play,
     shard_slots,
     slot_keys,
@@ -326,7 +328,10 @@ def test_the_restructured_search_plays_the_same_games(search):
     games = ["generation", "game", "ply", "position", "mask", "action"]
     pd.testing.assert_frame_equal(now[games], before[games], check_exact=True)
     # Floats: bit-identical on the machine that made the file; a tolerance for another
-    # CPU's vectorised exp/tanh, which may round the last bit differently.
+    # CPU's vectorised exp/tanh, which may round the last bit differently. The file's
+    # columns: the ones added since (surprise) are tested on their own.
+    assert set(before.columns) < set(now.columns)
+    now = now[list(before.columns)]
     pd.testing.assert_frame_equal(now, before, check_exact=False, rtol=1e-6, atol=1e-7)
 
 
@@ -389,3 +394,26 @@ def test_playout_cap_keeps_the_full_steps_rows_and_searches_the_others_cheaply()
     cheap = selfplay_config(**{**base, "full_search_fraction": 0.5, "cheap_sims": 2})
     parts = [self_play(cheap, pure_fn, shard_index=i, num_shards=2) for i in range(2)]
     assert merge_shards(parts).equals(self_play(cheap, pure_fn))
+
+
+def test_policy_surprise_is_the_kl_from_the_prior():
+    prior = torch.tensor([[0.5, 0.25, 0.25, 0, 0, 0, 0]] * 3)
+    target = torch.tensor([[0.5, 0.25, 0.25, 0, 0, 0, 0], [1.0, 0, 0, 0, 0, 0, 0], [0.0] * 7])
+    torch.testing.assert_close(policy_surprise(target, prior),
+                               torch.tensor([0.0, math.log(2), 0.0]))  # fmt: skip
+
+
+@pytest.mark.parametrize("search", ["puct", "gumbel"])
+def test_each_row_records_the_surprise_of_its_target_against_the_networks_prior(search):
+    cfg = selfplay_config(**{**SMALL.__dict__, "search": search, "dirichlet_eps": 0.0})
+    df = self_play(cfg, pure_fn)
+    state = State(torch.from_numpy(df["position"].to_numpy().view("int64").copy()),
+                  torch.from_numpy(df["mask"].to_numpy().view("int64").copy()),
+                  torch.zeros(len(df), dtype=torch.int64))  # fmt: skip
+    logits, _ = pure_fn(to_boards(state))
+    prior = torch.softmax(logits.masked_fill(~legal_mask(state), float("-inf")), 1)
+    target = torch.from_numpy(df[[f"pi_{c}" for c in range(1, 8)]].to_numpy().copy())
+    expected = policy_surprise(target, prior)
+    assert (expected > 0).any()
+    torch.testing.assert_close(torch.from_numpy(df["surprise"].to_numpy()), expected,
+                               atol=1e-5, rtol=1e-4)  # fmt: skip

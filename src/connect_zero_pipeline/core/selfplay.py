@@ -80,6 +80,7 @@ COLUMNS: dict[str, str] = {
     **{f"pi_{c + 1}": "float32" for c in range(WIDTH)},
     "z": "float32",
     "root_value": "float32",
+    "surprise": "float32",
 }
 DEFAULT_NUM_THREADS = 1  # see self_play(num_threads=...)
 
@@ -330,8 +331,10 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
     games' uniforms of this step, laid out as :func:`_draws_per_step` says; the policy gets
     the inputs it reads (:attr:`~.search.policies.Policy.inputs`): root noise, Gumbel noise, and a
     uniform with the plies that sample their move (the first ``temp_cutoff`` of a game).
-    ``opening [B]``: the random plies that open each game (:func:`opening_plies`). Returns ``(action [B], target [B, 7], root_value [B])``:
-    the policy's move and action weights (the training target).
+    ``opening [B]``: the random plies that open each game (:func:`opening_plies`). Returns
+    ``(action [B], target [B, 7], root_value [B], surprise [B])``: the policy's move, its
+    action weights (the training target), the root's mean value and the target's
+    :func:`policy_surprise`.
     """
     mcts_cfg = cfg.mcts
     wanted = POLICIES[mcts_cfg.search].inputs
@@ -351,7 +354,17 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
         pick = (u[:, _NUM_NOISE + 1 : _NUM_NOISE + 2] * legal.sum(1, keepdim=True)).floor()
         uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
         action = torch.where(state.ply < opening, uniform, action)
-    return action, result.action_weights, result.root_value
+    surprise = policy_surprise(result.action_weights, result.tree.root_prior())
+    return action, result.action_weights, result.root_value, surprise
+
+
+def policy_surprise(target: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+    """``[B]``: ``KL(target || prior)`` of each row of ``[B, 7]`` distributions (KataGo's
+    policy surprise: how much the search taught the network at this position). Columns
+    where ``target`` is 0 add nothing; a finished game's (all 0) is 0."""
+    target = target / target.sum(1, keepdim=True).clamp_min(1e-12)
+    terms = target * (torch.log(target.clamp_min(1e-12)) - torch.log(prior.clamp_min(1e-12)))
+    return torch.where(target > 0, terms, 0.0).sum(1).clamp_min(0.0)
 
 
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress,
@@ -376,6 +389,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         "action": torch.zeros(steps, G, dtype=torch.int64, device=device),
         "target": torch.zeros(steps, G, WIDTH, dtype=torch.float32, device=device),
         "root_value": torch.zeros(steps, G, dtype=torch.float32, device=device),
+        "surprise": torch.zeros(steps, G, dtype=torch.float32, device=device),
         "done": torch.zeros(steps, G, dtype=torch.bool, device=device),
         "reward": torch.zeros(steps, G, dtype=torch.float32, device=device),
     }
@@ -438,7 +452,7 @@ def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: Se
                     torch.where(active, sub.mask, BOARD_MASK), sub.ply)  # fmt: skip
     u = slot_uniforms(keys, t, _draws_per_step(cfg.mcts))
     opening = opening_plies(keys, episode, cfg)
-    action, target, root_value = _choose(sub, evaluate_fn, cfg, search_fn, u, opening)
+    action, target, root_value, surprise = _choose(sub, evaluate_fn, cfg, search_fn, u, opening)
     step = play(sub, action, validate=False)
     done = step.done if active is None else step.done & active
     rows = {
@@ -449,6 +463,7 @@ def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: Se
         "action": action,
         "target": target,
         "root_value": root_value,
+        "surprise": surprise,
         "done": done,
         "reward": step.reward * win_value(step.state.ply, cfg.mcts.win_decay),
     }
@@ -478,6 +493,7 @@ def _to_table(rec, z, complete, b_slot, generation: int, stride: int) -> pd.Data
         **{f"pi_{c + 1}": pi[:, c] for c in range(WIDTH)},
         "z": flat(z),
         "root_value": flat(rec["root_value"]),
+        "surprise": flat(rec["surprise"]),
     }
     return pd.DataFrame({k: np.asarray(v).astype(COLUMNS[k]) for k, v in cols.items()})
 

@@ -24,6 +24,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,10 +46,13 @@ class TrainingDivergedError(RuntimeError):
     """The loss became non-finite or exceeded ``max_loss``; no model was produced."""
 
 
-def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True) -> None:
+def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True,
+                      surprise: bool = False) -> None:  # fmt: skip
     """Raise ``ValueError`` naming ``name`` unless ``table`` has the self-play training columns
-    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value`` if asked), without nulls."""
-    needed = ["position", "mask", *PI_COLUMNS, "z", *(["root_value"] if root_value else [])]
+    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value`` and ``surprise`` if
+    asked), without nulls."""
+    needed = ["position", "mask", *PI_COLUMNS, "z", *(["root_value"] if root_value else []),
+              *(["surprise"] if surprise else [])]  # fmt: skip
     missing = [c for c in needed if c not in table.columns]
     if missing:
         raise ValueError(f"self-play table {name} lacks column(s) {missing}")
@@ -57,44 +61,57 @@ def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True) -
         raise ValueError(f"self-play table {name} has null values in column(s) {nulls}")
 
 
+class Samples(NamedTuple):
+    """A replay window as training tensors (N samples)."""
+
+    boards: torch.Tensor  # int8 [N, 6, 7]
+    pi: torch.Tensor  # float32 [N, 7], the policy target
+    z: torch.Tensor  # float32 [N], the value target
+    surprise: torch.Tensor | None  # float32 [N], the policy surprise (None unless asked)
+
+
 def games_to_tensors(
     tables: Sequence[pd.DataFrame],
     mirror: bool = True,
     root_value_weight: float = 0.0,
     names: Sequence[str] | None = None,
     merge_duplicates: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    surprise: bool = False,
+) -> Samples:
     """Self-play tables -> training tensors.
 
     Args:
         tables: tables with the self-play schema (``position``, ``mask``,
-            ``pi_1..pi_7``, ``z``, ``root_value``), e.g. the replay window.
+            ``pi_1..pi_7``, ``z``, ``root_value``, ``surprise``), e.g. the replay window.
         mirror: append the left-right mirror of every sample.
         root_value_weight: the value target is ``(1 - w) * z + w * root_value``;
             0 is AlphaZero's game outcome. Mixing in the search's own estimate
             lowers the target's noise when games are short and play is weak.
         names: the tables' names for error messages (default: their index).
         merge_duplicates: return each distinct board once (after mirroring),
-            with the mean ``pi`` and value target of its occurrences
+            with the mean ``pi``, value target and surprise of its occurrences
             (:func:`merge_duplicate_boards`).
+        surprise: also return the ``surprise`` column (policy-surprise weighting).
 
     Raises:
         ValueError: naming the table, for a missing column or a null value.
 
     Returns:
-        ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]`` (the value target).
+        :class:`Samples`: ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]``
+        (the value target) and ``surprise float32 [N]`` (None unless asked).
     """
     if not tables:
         raise ValueError("no self-play tables to train on")
     names = list(names) if names is not None else [f"#{i}" for i in range(len(tables))]
     for table, name in zip(tables, names, strict=True):
-        check_games_table(table, name, root_value=bool(root_value_weight))
+        check_games_table(table, name, root_value=bool(root_value_weight), surprise=surprise)
     df = pd.concat(list(tables), ignore_index=True)
     position = torch.from_numpy(df["position"].to_numpy(np.uint64).view(np.int64).copy())
     mask = torch.from_numpy(df["mask"].to_numpy(np.uint64).view(np.int64).copy())
     boards = to_boards(State(position, mask, torch.zeros_like(mask)))  # (N, 6, 7)
     pi = torch.from_numpy(df[PI_COLUMNS].to_numpy(np.float32).copy())  # (N, 7)
     z = torch.from_numpy(df["z"].to_numpy(np.float32).copy())  # (N,)
+    kl = torch.from_numpy(df["surprise"].to_numpy(np.float32).copy()) if surprise else None
     if root_value_weight:
         q = torch.from_numpy(df["root_value"].to_numpy(np.float32).copy())  # (N,)
         z = (1.0 - root_value_weight) * z + root_value_weight * q
@@ -102,22 +119,24 @@ def games_to_tensors(
         boards = torch.cat([boards, boards.flip(-1)])  # (2N, 6, 7)
         pi = torch.cat([pi, pi.flip(-1)])
         z = torch.cat([z, z])
+        kl = torch.cat([kl, kl]) if kl is not None else None
     if merge_duplicates:
-        boards, pi, z = merge_duplicate_boards(boards, pi, z)
-    return boards, pi, z
+        boards, pi, z, kl = merge_duplicate_boards(boards, pi, z, kl)
+    return Samples(boards, pi, z, kl)
 
 
 def merge_duplicate_boards(
-    boards: torch.Tensor, pi: torch.Tensor, z: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    boards: torch.Tensor, pi: torch.Tensor, z: torch.Tensor, surprise: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Each distinct board of ``boards int8 [N, 6, 7]`` once, with the mean of its
-    ``pi [N, 7]`` rows and ``z [N]`` values; the boards keep their first-seen order.
+    ``pi [N, 7]`` rows, ``z [N]`` values and ``surprise [N]`` (if given); the boards keep
+    their first-seen order.
 
     Self-play repeats positions (the empty board once per game, openings often):
     averaging their targets removes that repetition's noise and its weight."""
     n = boards.shape[0]
     if n == 0:
-        return boards, pi, z
+        return boards, pi, z, surprise
     rows = np.ascontiguousarray(boards.reshape(n, -1).numpy())  # (N, 42) int8
     keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()  # (N,) one key per board
     _, first, inverse, counts = np.unique(
@@ -130,7 +149,10 @@ def merge_duplicate_boards(
     size = torch.from_numpy(counts[order].astype(np.float32))  # (U,)
     merged_pi = torch.zeros(order.size, 7).index_add_(0, group, pi) / size[:, None]
     merged_z = torch.zeros(order.size).index_add_(0, group, z) / size
-    return boards[torch.from_numpy(first[order])], merged_pi, merged_z
+    merged_kl = None
+    if surprise is not None:
+        merged_kl = torch.zeros(order.size).index_add_(0, group, surprise) / size
+    return boards[torch.from_numpy(first[order])], merged_pi, merged_z, merged_kl
 
 
 def alphazero_loss(
@@ -152,6 +174,17 @@ def alphazero_loss(
     policy_loss = -(pi * F.log_softmax(logits, dim=1)).sum(1).mean()
     value_loss = F.mse_loss(value, z)
     return policy_loss + value_coef * value_loss, policy_loss, value_loss
+
+
+def sampling_weights(surprise: torch.Tensor, weight: float) -> torch.Tensor:
+    """``[N]`` probabilities: ``1 - weight`` of the mass uniform, ``weight`` in proportion to
+    ``surprise [N]`` (uniform alone when no position surprises)."""
+    n = surprise.shape[0]
+    uniform = torch.full((n,), 1.0 / n, dtype=torch.float64, device=surprise.device)
+    total = float(surprise.sum())
+    if weight <= 0 or total <= 0:
+        return uniform
+    return (1.0 - weight) * uniform + weight * surprise.double() / total
 
 
 def cosine_lr(progress: float, lr: float, lr_min: float) -> float:
@@ -203,6 +236,7 @@ def train_model(
     seed: int | None = None,
     progress_bar: bool = False,
     num_threads: int | None = None,
+    surprise: torch.Tensor | None = None,
 ) -> tuple[nn.Module, dict[str, float]]:
     """Train a copy of ``model`` on ``(boards, pi, z)``; ``model`` itself is not modified.
 
@@ -215,12 +249,16 @@ def train_model(
         seed: shuffling seed (default ``config.seed``).
         progress_bar: show a progress bar (:mod:`connect_zero_pipeline.core.progress`).
         num_threads: torch CPU threads while training (None: torch's setting).
+        surprise: ``float32 [N]``, each sample's policy surprise (the ``surprise`` column),
+            needed when ``config.surprise_weight`` > 0: the minibatches then draw
+            samples in proportion to it for that share (:func:`sampling_weights`).
 
     Returns:
         The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
         ``value_loss`` (means over the last pass), ``policy_entropy``,
         ``num_samples``, ``num_steps``, ``lr_start``, ``lr_end``,
-        ``samples_per_s``, ``train_seconds``.
+        ``samples_per_s``, ``train_seconds``, and with ``config.surprise_weight`` the
+        window's mean ``policy_surprise``.
 
     Raises:
         TrainingDivergedError: a minibatch loss was not finite or exceeded
@@ -254,12 +292,24 @@ def train_model(
     if progress_bar:
         steps = _bar(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
-    perm = torch.randperm(n, generator=gen).to(device)
+    probs = None
+    if config.surprise_weight > 0:
+        if surprise is None or surprise.shape != (n,):
+            raise ValueError(f"surprise_weight={config.surprise_weight} needs each sample's "
+                             f"surprise, [{n}], got {None if surprise is None else tuple(surprise.shape)}")  # fmt: skip
+        probs = sampling_weights(surprise.cpu(), config.surprise_weight)
+
+    def order() -> torch.Tensor:  # an epoch's samples: a shuffled pass, or weighted draws
+        if probs is None:
+            return torch.randperm(n, generator=gen).to(device)
+        return torch.multinomial(probs, n, replacement=True, generator=gen).to(device)
+
     with torch_threads(num_threads):
+        perm = order()
         for step in steps:
             k = step % steps_per_epoch
             if k == 0 and step:
-                perm = torch.randperm(n, generator=gen).to(device)
+                perm = order()
                 sums.zero_()
                 epoch_steps = 0
             idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
@@ -284,6 +334,7 @@ def train_model(
         "lr_end": lrs[-1],
         "samples_per_s": num_steps * config.batch_size / elapsed if elapsed > 0 else 0.0,
         "train_seconds": elapsed,
+        **({"policy_surprise": float(surprise.mean())} if probs is not None else {}),
     }
     return net.to(memory_format=torch.contiguous_format).eval(), metrics
 

@@ -34,6 +34,10 @@ class TrainConfig:
     """Add the left-right mirror of every position at load time."""
     root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
+    surprise_weight: float = 0.0
+    """Policy-surprise weighting (KataGo): this share of the minibatch samples is drawn in
+    proportion to each position's surprise, ``KL(pi || prior)`` of the generation's starting
+    network, the rest uniformly (0: every position equally often, shuffled passes)."""
     merge_duplicates: bool = True
     """Train on each distinct position of the window once, with the mean of its
     targets (``pi`` and the value target), instead of once per occurrence."""
@@ -55,6 +59,12 @@ class TrainConfig:
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
+        check(
+            0 <= self.surprise_weight <= 1,
+            "surprise_weight",
+            self.surprise_weight,
+            "in [0, 1]",
+        )
         check(
             0 <= self.root_value_weight <= 1,
             "root_value_weight",

@@ -147,12 +147,13 @@ def train_generation(
     if first == 0:  # generation 0's games: a start run's window (generations <= 0), or none
         oldest = generation - cfg.buffer_gens + 1
         games = (games[0][games[0]["generation"] >= oldest], *games[1:])
-    boards, pi, z = games_to_tensors(
+    boards, pi, z, surprise = games_to_tensors(
         games,
         mirror=cfg.mirror,
         root_value_weight=cfg.root_value_weight,
         names=[f"{generation_name(first + i)}.games" for i in range(len(games))],
         merge_duplicates=cfg.merge_duplicates,
+        surprise=cfg.surprise_weight > 0,
     )
     if boards.shape[0] == 0:
         raise ValueError(
@@ -181,6 +182,7 @@ def train_generation(
         seed=mix_seed(cfg.seed, generation),
         progress_bar=True,
         num_threads=cfg.node.num_threads,
+        surprise=surprise,
     )
     trained.meta = {"generation": generation}
     start = games[0]["generation"].nunique() if first == 0 else 1  # generation 0's: 0 or more
