@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from copy import deepcopy
 from typing import ClassVar
 
 import numpy as np
@@ -20,7 +21,9 @@ from connect_zero_pipeline.core.training import (
     cosine_lr,
     games_to_tensors,
     sampling_weights,
+    soft_policy_loss,
     train_model,
+    train_step,
     train_steps,
 )
 
@@ -233,3 +236,28 @@ def test_the_window_carries_each_positions_surprise_through_mirror_and_merge():
     assert len(as_list) == 2
     assert sorted(as_list.values()) == pytest.approx([(0.2 + 0.4 + 1.0) / 3] * 2)
     assert games_to_tensors([table]).surprise is None
+
+
+def test_the_soft_policy_target_is_the_flattened_search_policy():
+    pi = torch.tensor([[0.81, 0.16, 0.01, 0.01, 0.01, 0.0, 0.0]])
+    soft = pi**0.25 / (pi**0.25).sum()
+    logits = torch.tensor([[1.0, 0.5, 0.0, -1.0, 2.0, 0.0, 0.0]])
+    expected = -(soft * torch.log_softmax(logits, 1)).sum()
+    assert soft_policy_loss(logits, pi).item() == pytest.approx(expected.item())
+    assert soft[0, 0] < 0.45 and soft[0, 5] == 0  # flatter, and illegal columns stay 0
+
+
+def test_a_network_with_a_soft_policy_head_adds_its_weighted_loss():
+    boards, pi, z = _toy_data(32)
+    torch.manual_seed(0)
+    net = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "soft_policy_planes": 1})
+    losses = {}
+    for weight in (0.0, 8.0):
+        copy = deepcopy(net)
+        opt = torch.optim.SGD(copy.parameters(), lr=0.0)
+        cfg = TrainConfig(soft_policy_weight=weight)
+        losses[weight] = train_step(copy, opt, boards, pi, z, cfg)
+    _, _, soft_logits = net.train().training_heads(boards)
+    extra = 8.0 * soft_policy_loss(soft_logits, pi).item()
+    assert losses[8.0][0].item() == pytest.approx(losses[0.0][0].item() + extra, rel=1e-4)
+    assert losses[8.0][1].item() == pytest.approx(losses[0.0][1].item())  # the policy loss alone

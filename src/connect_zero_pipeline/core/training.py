@@ -4,7 +4,8 @@
   self-play are concatenated; with ``mirror`` every position is also added
   left-right mirrored (board and ``pi`` reversed, same ``z``), at load time.
 - **Loss.** ``CE(pi, softmax(logits)) + value_coef * MSE(value, z)``. Illegal
-  columns have ``pi = 0`` so they add nothing to the cross-entropy.
+  columns have ``pi = 0`` so they add nothing to the cross-entropy. A network with a
+  soft-policy head adds ``soft_policy_weight * CE(pi^(1/4), softmax(soft_logits))``.
 - **Optimiser.** AdamW with weight decay, a cosine learning-rate schedule over
   the *whole run* (generation ``g`` of ``G`` covers progress ``(g-1)/G .. g/G``
   and the rate falls from ``lr`` to ``lr_min``), grad-norm clipping and
@@ -187,6 +188,19 @@ def sampling_weights(surprise: torch.Tensor, weight: float) -> torch.Tensor:
     return (1.0 - weight) * uniform + weight * surprise.double() / total
 
 
+SOFT_POLICY_TEMPERATURE = 4.0
+"""The soft-policy target is ``pi^(1 / 4)``, normalised (KataGo's)."""
+
+
+def soft_policy_loss(soft_logits: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of ``soft_logits [B, 7]`` against the flattened target
+    ``pi^(1/T) / sum`` (``T`` = :data:`SOFT_POLICY_TEMPERATURE`): the moves the search rates
+    low still differ, so the trunk learns to rank them too (columns with ``pi = 0`` stay 0)."""
+    soft = pi.clamp_min(0.0) ** (1.0 / SOFT_POLICY_TEMPERATURE)
+    soft = soft / soft.sum(1, keepdim=True).clamp_min(1e-12)
+    return -(soft * F.log_softmax(soft_logits, dim=1)).sum(1).mean()
+
+
 def cosine_lr(progress: float, lr: float, lr_min: float) -> float:
     """Learning rate at run ``progress`` in [0, 1]: ``lr`` at 0, ``lr_min`` at 1."""
     progress = min(max(progress, 0.0), 1.0)
@@ -211,8 +225,11 @@ def train_step(
     Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
     device, read by nobody here: the step never waits for the device.
     """
-    logits, value = net(boards)
+    heads = getattr(net, "training_heads", None)
+    logits, value, soft_logits = heads(boards) if heads is not None else (*net(boards), None)
     loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)
+    if soft_logits is not None:  # the auxiliary soft-policy head (KataGo)
+        loss = loss + config.soft_policy_weight * soft_policy_loss(soft_logits, pi)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     if config.grad_clip > 0:

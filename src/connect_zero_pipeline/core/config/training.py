@@ -26,6 +26,9 @@ class TrainConfig:
     """AdamW weight decay."""
     value_coef: float = 1.0
     """Weight of the value MSE next to the policy cross-entropy."""
+    soft_policy_weight: float = 8.0
+    """Weight of the auxiliary soft-policy loss (KataGo's 8), read only for a network with a
+    soft-policy head (``model`` key ``soft_policy_planes`` > 0)."""
     grad_clip: float = 1.0
     """Max global grad norm (0 disables clipping)."""
     buffer_gens: int = 4
@@ -56,6 +59,7 @@ class TrainConfig:
         check(0 <= self.weight_decay < 1, "weight_decay", self.weight_decay,
               "in [0, 1) (1 or more wipes the weights every step)")  # fmt: skip
         check_loss_weight("value_coef", self.value_coef)
+        check_loss_weight("soft_policy_weight", self.soft_policy_weight)
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
