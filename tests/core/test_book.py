@@ -147,6 +147,7 @@ def test_the_book_is_made_once_per_machine_and_its_absence_is_one_line(
         # Without the source: one warning, and the solver searches as before.
         opening_book.book_folder.cache_clear()
         monkeypatch.setattr(opening_book, "source", lambda: None)
+        caplog.clear()  # the book's "made" line is an INFO record where logging is configured
         with caplog.at_level(logging.WARNING):
             assert opening_book.solver_spec(16) == SolverSpec(16, None)
         assert [r.getMessage() for r in caplog.records] == [opening_book.MISSING]
