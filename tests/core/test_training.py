@@ -20,6 +20,7 @@ from connect_zero_pipeline.core.training import (
     alphazero_loss,
     cosine_lr,
     games_to_tensors,
+    lambda_returns,
     sampling_weights,
     soft_policy_loss,
     train_model,
@@ -261,3 +262,33 @@ def test_a_network_with_a_soft_policy_head_adds_its_weighted_loss():
     extra = 8.0 * soft_policy_loss(soft_logits, pi).item()
     assert losses[8.0][0].item() == pytest.approx(losses[0.0][0].item() + extra, rel=1e-4)
     assert losses[8.0][1].item() == pytest.approx(losses[0.0][1].item())  # the policy loss alone
+
+
+def test_lambda_returns_bootstrap_from_the_later_root_values():
+    # one game of 4 plies won by its last mover (z alternates), and one of 2 plies whose
+    # middle row was not kept (playout-cap randomisation): rows out of order on purpose
+    table = pd.DataFrame({
+        "generation": np.int32([1, 1, 1, 1, 2, 2]),
+        "game": np.int32([5, 5, 5, 5, 5, 5]),
+        "ply": np.int8([3, 0, 2, 1, 0, 2]),
+        "z": np.float32([1.0, -1.0, -1.0, 1.0, 0.5, 0.5]),
+        "root_value": np.float32([0.9, 0.1, -0.4, 0.2, 0.3, 0.6]),
+    })  # fmt: skip
+    np.testing.assert_allclose(lambda_returns(table, 1.0), table["z"])
+    lam = 0.5
+    g3 = 1.0
+    g2 = -((1 - lam) * 0.9 + lam * g3)
+    g1 = -((1 - lam) * -0.4 + lam * g2)
+    g0 = -((1 - lam) * 0.2 + lam * g1)
+    h2 = 0.5
+    h0 = (1 - lam) * 0.6 + lam * h2  # two plies on: the same side to move
+    np.testing.assert_allclose(lambda_returns(table, lam), [g3, g0, g2, g1, h0, h2], rtol=1e-6)
+    np.testing.assert_allclose(lambda_returns(table, 0.0)[[1, 4]], [-0.2, 0.6], rtol=1e-6)
+    assert lambda_returns(table.iloc[:0], 0.5).shape == (0,)
+    # the value target takes it in place of z
+    table[PI_COLUMNS] = np.float32(1 / 7)
+    table["position"], table["mask"] = np.uint64(0), np.uint64(0)
+    _, _, z, _ = games_to_tensors([table], mirror=False, value_lambda=lam)
+    np.testing.assert_allclose(z, [g3, g0, g2, g1, h0, h2], rtol=1e-6)
+    with pytest.raises(ValueError, match="value_lambda must be in \\[0, 1\\], got -0.1"):
+        TrainConfig(value_lambda=-0.1)

@@ -78,6 +78,7 @@ def games_to_tensors(
     names: Sequence[str] | None = None,
     merge_duplicates: bool = False,
     surprise: bool = False,
+    value_lambda: float = 1.0,
 ) -> Samples:
     """Self-play tables -> training tensors.
 
@@ -93,6 +94,8 @@ def games_to_tensors(
             with the mean ``pi``, value target and surprise of its occurrences
             (:func:`merge_duplicate_boards`).
         surprise: also return the ``surprise`` column (policy-surprise weighting).
+        value_lambda: ``z`` in the value target becomes the game's lambda-return over its
+            later root values (:func:`lambda_returns`); 1 is the outcome itself.
 
     Raises:
         ValueError: naming the table, for a missing column or a null value.
@@ -105,13 +108,16 @@ def games_to_tensors(
         raise ValueError("no self-play tables to train on")
     names = list(names) if names is not None else [f"#{i}" for i in range(len(tables))]
     for table, name in zip(tables, names, strict=True):
-        check_games_table(table, name, root_value=bool(root_value_weight), surprise=surprise)
+        check_games_table(table, name, root_value=bool(root_value_weight) or value_lambda < 1,
+                          surprise=surprise)  # fmt: skip
     df = pd.concat(list(tables), ignore_index=True)
     position = torch.from_numpy(df["position"].to_numpy(np.uint64).view(np.int64).copy())
     mask = torch.from_numpy(df["mask"].to_numpy(np.uint64).view(np.int64).copy())
     boards = to_boards(State(position, mask, torch.zeros_like(mask)))  # (N, 6, 7)
     pi = torch.from_numpy(df[PI_COLUMNS].to_numpy(np.float32).copy())  # (N, 7)
     z = torch.from_numpy(df["z"].to_numpy(np.float32).copy())  # (N,)
+    if value_lambda < 1:
+        z = torch.from_numpy(lambda_returns(df, value_lambda))
     kl = torch.from_numpy(df["surprise"].to_numpy(np.float32).copy()) if surprise else None
     if root_value_weight:
         q = torch.from_numpy(df["root_value"].to_numpy(np.float32).copy())  # (N,)
@@ -124,6 +130,39 @@ def games_to_tensors(
     if merge_duplicates:
         boards, pi, z, kl = merge_duplicate_boards(boards, pi, z, kl)
     return Samples(boards, pi, z, kl)
+
+
+def lambda_returns(table: pd.DataFrame, lam: float) -> np.ndarray:
+    """``[N] float32``: each row's lambda-return, a value target between the search's root
+    values later in its game and the game's outcome (TD(lambda) over the root values).
+
+    Going back through a game (``generation``, ``game``; rows by ``ply``), the last kept row
+    has its ``z``; a row whose next kept row is ``d`` plies later (1, or more where rows were
+    not kept) has ``G = s * ((1 - lam) * v' + lam * G')``, ``v'`` and ``G'`` that row's root
+    value and return, ``s = (-1)^d`` (the side to move changes every ply). ``lam = 1`` is
+    ``z``; ``lam = 0`` the next position's root value, seen from this one."""
+    n = len(table)
+    order = np.lexsort((table["ply"].to_numpy(), table["game"].to_numpy(),
+                        table["generation"].to_numpy()))  # fmt: skip
+    gen = table["generation"].to_numpy()[order]
+    game = table["game"].to_numpy()[order]
+    ply = table["ply"].to_numpy().astype(np.int64)[order]
+    z = table["z"].to_numpy(np.float64)[order]
+    v = table["root_value"].to_numpy(np.float64)[order]
+    same = np.zeros(n, dtype=bool)  # the next sorted row is of the same game
+    same[:-1] = (gen[1:] == gen[:-1]) & (game[1:] == game[:-1])
+    # rows after each one in its game (a game's last row 0): its last row's index minus its own
+    starts = np.flatnonzero(~np.concatenate([[False], same[:-1]]))  # each game's first row
+    ends = np.append(starts[1:], n) - 1
+    left = np.repeat(ends, ends - starts + 1) - np.arange(n)
+    returns = z.copy()
+    for depth in range(1, int(left.max(initial=0)) + 1):
+        i = np.flatnonzero(left == depth)
+        sign = np.where((ply[i + 1] - ply[i]) % 2 == 1, -1.0, 1.0)
+        returns[i] = sign * ((1.0 - lam) * v[i + 1] + lam * returns[i + 1])
+    out = np.empty(n, dtype=np.float32)
+    out[order] = returns
+    return out
 
 
 def merge_duplicate_boards(

@@ -37,6 +37,10 @@ class TrainConfig:
     """Add the left-right mirror of every position at load time."""
     root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
+    value_lambda: float = 1.0
+    """The value target's ``z`` becomes the lambda-return over the root values later in its
+    game (TD(lambda), :func:`~..training.lambda_returns`): 1 is the game's outcome, lower
+    leans on the nearer searches."""
     surprise_weight: float = 0.0
     """Policy-surprise weighting (KataGo): this share of the minibatch samples is drawn in
     proportion to each position's surprise, ``KL(pi || prior)`` of the generation's starting
@@ -63,6 +67,7 @@ class TrainConfig:
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
+        check(0 <= self.value_lambda <= 1, "value_lambda", self.value_lambda, "in [0, 1]")
         check(
             0 <= self.surprise_weight <= 1,
             "surprise_weight",

@@ -154,6 +154,7 @@ def train_generation(
         names=[f"{generation_name(first + i)}.games" for i in range(len(games))],
         merge_duplicates=cfg.merge_duplicates,
         surprise=cfg.surprise_weight > 0,
+        value_lambda=cfg.value_lambda,
     )
     if boards.shape[0] == 0:
         raise ValueError(
