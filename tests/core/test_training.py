@@ -292,3 +292,22 @@ def test_lambda_returns_bootstrap_from_the_later_root_values():
     np.testing.assert_allclose(z, [g3, g0, g2, g1, h0, h2], rtol=1e-6)
     with pytest.raises(ValueError, match="value_lambda must be in \\[0, 1\\], got -0.1"):
         TrainConfig(value_lambda=-0.1)
+
+
+def test_the_root_values_weight_can_grow_over_the_opening():
+    table = _table(["", "4", "44", "444", "4444"], [[1, 0, 0, 0, 0, 0, 0]] * 5,
+                   [1.0, -1.0, 1.0, -1.0, 1.0])  # fmt: skip
+    table["root_value"] = np.float32(0.2)
+    table["ply"] = np.int8([0, 1, 2, 3, 4])
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['ply'\]"):
+        games_to_tensors([table.drop(columns="ply")], root_value_weight=0.5,
+                         root_value_ramp_plies=4)  # fmt: skip
+    _, _, z, _ = games_to_tensors([table], mirror=False, root_value_weight=0.5,
+                                  root_value_ramp_plies=4)  # fmt: skip
+    w = np.array([0.0, 0.125, 0.25, 0.375, 0.5])  # 0 at ply 0, 0.5 from ply 4 on
+    zs = np.array([1.0, -1.0, 1.0, -1.0, 1.0])
+    np.testing.assert_allclose(z, (1 - w) * zs + w * 0.2, rtol=1e-6)
+    _, _, flat, _ = games_to_tensors([table], mirror=False, root_value_weight=0.5)
+    np.testing.assert_allclose(flat, 0.5 * zs + 0.1, rtol=1e-6)
+    with pytest.raises(ValueError, match="root_value_ramp_plies must be an integer in"):
+        TrainConfig(root_value_ramp_plies=-1)

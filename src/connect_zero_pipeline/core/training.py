@@ -48,12 +48,12 @@ class TrainingDivergedError(RuntimeError):
 
 
 def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True,
-                      surprise: bool = False) -> None:  # fmt: skip
+                      surprise: bool = False, ply: bool = False) -> None:  # fmt: skip
     """Raise ``ValueError`` naming ``name`` unless ``table`` has the self-play training columns
-    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value`` and ``surprise`` if
-    asked), without nulls."""
+    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value``, ``surprise`` and
+    ``ply`` if asked), without nulls."""
     needed = ["position", "mask", *PI_COLUMNS, "z", *(["root_value"] if root_value else []),
-              *(["surprise"] if surprise else [])]  # fmt: skip
+              *(["surprise"] if surprise else []), *(["ply"] if ply else [])]  # fmt: skip
     missing = [c for c in needed if c not in table.columns]
     if missing:
         raise ValueError(f"self-play table {name} lacks column(s) {missing}")
@@ -79,6 +79,7 @@ def games_to_tensors(
     merge_duplicates: bool = False,
     surprise: bool = False,
     value_lambda: float = 1.0,
+    root_value_ramp_plies: int = 0,
 ) -> Samples:
     """Self-play tables -> training tensors.
 
@@ -96,6 +97,9 @@ def games_to_tensors(
         surprise: also return the ``surprise`` column (policy-surprise weighting).
         value_lambda: ``z`` in the value target becomes the game's lambda-return over its
             later root values (:func:`lambda_returns`); 1 is the outcome itself.
+        root_value_ramp_plies: ``w`` grows from 0 at ply 0 to ``root_value_weight`` at this
+            ply, then stays (0: ``w`` at every ply): the outcome alone where the search
+            cannot see the end, the search's value mixed in where it can.
 
     Raises:
         ValueError: naming the table, for a missing column or a null value.
@@ -109,7 +113,7 @@ def games_to_tensors(
     names = list(names) if names is not None else [f"#{i}" for i in range(len(tables))]
     for table, name in zip(tables, names, strict=True):
         check_games_table(table, name, root_value=bool(root_value_weight) or value_lambda < 1,
-                          surprise=surprise)  # fmt: skip
+                          surprise=surprise, ply=bool(root_value_ramp_plies))  # fmt: skip
     df = pd.concat(list(tables), ignore_index=True)
     position = torch.from_numpy(df["position"].to_numpy(np.uint64).view(np.int64).copy())
     mask = torch.from_numpy(df["mask"].to_numpy(np.uint64).view(np.int64).copy())
@@ -121,7 +125,11 @@ def games_to_tensors(
     kl = torch.from_numpy(df["surprise"].to_numpy(np.float32).copy()) if surprise else None
     if root_value_weight:
         q = torch.from_numpy(df["root_value"].to_numpy(np.float32).copy())  # (N,)
-        z = (1.0 - root_value_weight) * z + root_value_weight * q
+        w = torch.full_like(z, root_value_weight)  # (N,)
+        if root_value_ramp_plies:
+            ply = torch.from_numpy(df["ply"].to_numpy(np.float32).copy())
+            w = w * (ply / root_value_ramp_plies).clamp(max=1.0)
+        z = (1.0 - w) * z + w * q
     if mirror:
         boards = torch.cat([boards, boards.flip(-1)])  # (2N, 6, 7)
         pi = torch.cat([pi, pi.flip(-1)])

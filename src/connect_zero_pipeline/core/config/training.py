@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import check, check_loss_weight, check_lr
+from . import check, check_loss_weight, check_lr, is_int
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ class TrainConfig:
     """Add the left-right mirror of every position at load time."""
     root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
+    root_value_ramp_plies: int = 0
+    """The root value's weight grows from 0 at ply 0 to ``root_value_weight`` at this ply
+    (0: the same weight at every ply): the opening's value target is then the game's
+    outcome, the only one that knows it (docs/results.md, opening ablations)."""
     value_lambda: float = 1.0
     """The value target's ``z`` becomes the lambda-return over the root values later in its
     game (TD(lambda), :func:`~..training.lambda_returns`): 1 is the game's outcome, lower
@@ -68,6 +72,8 @@ class TrainConfig:
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
         check(0 <= self.value_lambda <= 1, "value_lambda", self.value_lambda, "in [0, 1]")
+        check(is_int(self.root_value_ramp_plies) and 0 <= self.root_value_ramp_plies <= 42,
+              "root_value_ramp_plies", self.root_value_ramp_plies, "an integer in [0, 42]")  # fmt: skip
         check(
             0 <= self.surprise_weight <= 1,
             "surprise_weight",

@@ -155,6 +155,7 @@ def train_generation(
         merge_duplicates=cfg.merge_duplicates,
         surprise=cfg.surprise_weight > 0,
         value_lambda=cfg.value_lambda,
+        root_value_ramp_plies=cfg.root_value_ramp_plies,
     )
     if boards.shape[0] == 0:
         raise ValueError(
