@@ -47,8 +47,9 @@ class TrainConfig:
     leans on the nearer searches."""
     surprise_weight: float = 0.0
     """Policy-surprise weighting (KataGo): this share of the minibatch samples is drawn in
-    proportion to each position's surprise, ``KL(pi || prior)`` of the generation's starting
-    network, the rest uniformly (0: every position equally often, shuffled passes)."""
+    proportion to each position's surprise, the ``surprise`` self-play recorded (``KL(pi ||
+    prior)`` of the network that played it), the rest uniformly (0: every position equally
+    often, shuffled passes)."""
     merge_duplicates: bool = True
     """Train on each distinct position of the window once, with the mean of its
     targets (``pi`` and the value target), instead of once per occurrence."""
@@ -74,12 +75,7 @@ class TrainConfig:
         check(0 <= self.value_lambda <= 1, "value_lambda", self.value_lambda, "in [0, 1]")
         check(is_int(self.root_value_ramp_plies) and 0 <= self.root_value_ramp_plies <= 42,
               "root_value_ramp_plies", self.root_value_ramp_plies, "an integer in [0, 42]")  # fmt: skip
-        check(
-            0 <= self.surprise_weight <= 1,
-            "surprise_weight",
-            self.surprise_weight,
-            "in [0, 1]",
-        )
+        check(0 <= self.surprise_weight <= 1, "surprise_weight", self.surprise_weight, "in [0, 1]")
         check(
             0 <= self.root_value_weight <= 1,
             "root_value_weight",
