@@ -104,20 +104,6 @@ def test_compiled_self_play_plays_the_eager_games_and_compiles_once_per_process(
     assert other["action"].equals(reference["action"])
 
 
-def test_compiled_self_play_with_cheap_steps_plays_the_eager_games():
-    # playout-cap randomisation: a second program of cheap_sims for the cheap steps
-    torch.manual_seed(0)
-    model = build_model("tiny")
-    cfg = SelfPlayConfig(num_games=6, moves_per_gen=8, mcts=dataclasses.replace(SEARCH, sims=4),
-                         full_search_fraction=0.5, cheap_sims=2)  # fmt: skip
-    eager = self_play(cfg, model=model, compile="off", backend="torch")
-    compiled = self_play(cfg, model=model, compile="eager")
-    assert 0 < len(compiled) < len(self_play(dataclasses.replace(cfg, full_search_fraction=1.0),
-                                             model=model, compile="off"))  # fmt: skip
-    for column in ("game", "ply", "position", "mask", "action"):
-        assert compiled[column].equals(eager[column]), column
-
-
 def test_compile_settings_are_checked_and_mean_a_backend():
     # auto compiles nothing at a run's start, on any device (docs/gpu.md: the eager
     # host-sync search, measured faster than a cold compile's minutes).

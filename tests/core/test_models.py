@@ -42,7 +42,6 @@ def test_connectzero_preset_forwards():
         "value_hidden": 128,
         "policy_planes": 2,
         "value_planes": 1,
-        "soft_policy_planes": 0,
     }
     with torch.no_grad():
         logits, value = model(_boards()[:2])
@@ -135,23 +134,3 @@ def test_gradients_reach_every_parameter():
     logits, value = model(_boards())
     (logits.logsumexp(1).sum() + value.sum()).backward()
     assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in model.parameters())
-
-
-def test_a_soft_policy_head_trains_beside_the_two_heads_and_never_plays():
-    torch.manual_seed(0)
-    plain = build_model({"arch": "resnet", "blocks": 1, "channels": 8})
-    torch.manual_seed(0)
-    soft = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "soft_policy_planes": 2})
-    assert plain.soft_policy is None and plain.training_heads(_boards())[2] is None
-    assert count_parameters(soft) == parameter_count(resolve_config(soft.config))
-    assert count_parameters(soft) - count_parameters(plain) == 8 * 2 + 2 * 2 + 2 * 42 * 7 + 7
-    soft.eval()
-    with torch.no_grad():
-        logits, value, soft_logits = soft.training_heads(_boards())
-        assert soft_logits.shape == logits.shape and not torch.equal(soft_logits, logits)
-        played = soft(_boards())
-    assert len(played) == 2  # play and export see the two heads alone
-    torch.testing.assert_close(played[0], logits)
-    torch.testing.assert_close(played[1], value)
-    with pytest.raises(ValueError, match="'soft_policy_planes' must be an integer >= 0, got -1"):
-        resolve_config({"arch": "resnet", "soft_policy_planes": -1})

@@ -75,7 +75,7 @@ def run(args) -> Iterator[dict]:
     params["node"] = {"device": device.type, "num_threads": None}
     torch.manual_seed(0)
     model = build_model("tiny")
-    boards, pi, z, _ = games_to_tensors(
+    boards, pi, z = games_to_tensors(
         [table], mirror=cfg.mirror, root_value_weight=cfg.root_value_weight
     )
     boards, pi, z = boards.to(device), pi.to(device), z.to(device)

@@ -93,9 +93,6 @@ class ResNet(nn.Module):
     turn it is). Stem conv 3x3 -> ``blocks`` residual blocks of ``channels`` ->
     policy head (1x1 conv to ``policy_planes`` planes, linear to 7 logits) and value
     head (1x1 conv to ``value_planes`` planes, MLP with ``value_hidden`` units, tanh).
-    ``soft_policy_planes`` > 0 adds KataGo's auxiliary soft-policy head (the policy head's
-    shape), trained on the flattened target ``pi^(1/4)`` (:meth:`training_heads`) and never
-    used in play: :meth:`forward` and the exported ONNX model have the two heads alone.
     AlphaZero's heads have 2 and 1 planes (the defaults, every preset's); docs/results.md
     measures wider ones (8 and 4 on ``cpu``: no gain in a full run).
     """
@@ -107,7 +104,6 @@ class ResNet(nn.Module):
         value_hidden: int = 32,
         policy_planes: int = 2,
         value_planes: int = 1,
-        soft_policy_planes: int = 0,
     ):
         super().__init__()
         self.config = {
@@ -117,7 +113,6 @@ class ResNet(nn.Module):
             "value_hidden": int(value_hidden),
             "policy_planes": int(policy_planes),
             "value_planes": int(value_planes),
-            "soft_policy_planes": int(soft_policy_planes),
         }
         pp, vp = self.config["policy_planes"], self.config["value_planes"]
         cells = HEIGHT * WIDTH
@@ -135,12 +130,6 @@ class ResNet(nn.Module):
         self.value_fc = nn.Sequential(
             nn.Linear(vp * cells, value_hidden), nn.ReLU(), nn.Linear(value_hidden, 1), nn.Tanh()
         )
-        self.soft_policy = None  # KataGo's auxiliary soft-policy head: trained, never played
-        if sp := self.config["soft_policy_planes"]:
-            self.soft_policy = nn.Sequential(
-                nn.Conv2d(channels, sp, 1, bias=False), nn.BatchNorm2d(sp), nn.ReLU(),
-                nn.Flatten(), nn.Linear(sp * cells, WIDTH),
-            )  # fmt: skip
 
     @staticmethod
     def planes(boards: torch.Tensor) -> torch.Tensor:
@@ -152,19 +141,10 @@ class ResNet(nn.Module):
 
     def forward(self, boards: torch.Tensor):
         boards, single = _as_batch(boards)
-        logits, value, _ = self._heads(boards)
-        return _unbatch(logits, value, single)
-
-    def _heads(self, boards: torch.Tensor, soft: bool = False):
         h = self.blocks(self.stem(self.planes(boards)))  # (B, C, 6, 7)
         logits = self.policy_fc(self.policy_conv(h).flatten(1))  # (B, 7)
         value = self.value_fc(self.value_conv(h).flatten(1)).squeeze(1)  # (B,)
-        return logits, value, self.soft_policy(h) if soft else None
-
-    def training_heads(self, boards: torch.Tensor):
-        """``(logits [B, 7], value [B], soft_logits [B, 7] | None)``: :meth:`forward`'s outputs
-        and the auxiliary soft-policy head's logits (None without one), for training."""
-        return self._heads(boards, soft=self.soft_policy is not None)
+        return _unbatch(logits, value, single)
 
 
 def build_model(config: dict[str, Any] | str) -> nn.Module:

@@ -39,7 +39,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -80,9 +80,8 @@ COLUMNS: dict[str, str] = {
     **{f"pi_{c + 1}": "float32" for c in range(WIDTH)},
     "z": "float32",
     "root_value": "float32",
-    "surprise": "float32",
 }
-DEFAULT_NUM_THREADS = 1  # see self_play(num_threads=...)
+DEFAULT_NUM_THREADS = 1  # see play_games(num_threads=...)
 
 
 # ---------------------------------------------------------------------------
@@ -235,36 +234,28 @@ def play_games(
     """
     cfg = config or SelfPlayConfig()
     if (evaluate_fn is None) == (model is None):
-        raise ValueError("self_play needs exactly one of evaluate_fn and model")
+        raise ValueError("play_games needs exactly one of evaluate_fn and model")
     device = torch.device(device)
     compiler = compile_backend(compile)
     slots = shard_slots(cfg.num_games, shard_index, num_shards)
     if len(slots) == 0:
         return Played(empty_games_table())
-    programs = None  # the full search's and the cheap one's (the same with every step full)
+    program = None
     if compiler is not None:
         if backend not in ("auto", "torch"):
             raise ValueError(f"compile {compile!r} runs the network with torch, but backend is "
                              f"{backend!r}: set backend to auto or torch")  # fmt: skip
         if compiler == "inductor":  # the tracing backends write no cache
             use_cache(compile_cache)
-        full = compiled_search(cfg.mcts, compiler)
-        cheap = (
-            compiled_search(cheap_search(cfg), compiler) if cfg.full_search_fraction < 1 else full
-        )
-        programs = (full, cheap)
+        program = compiled_search(cfg.mcts, compiler)
         if model is not None:
             evaluate_fn = network(model, device)
     elif model is not None:
         evaluate_fn = make_evaluate_fn(model, device, backend)
-
-    def compile_seconds() -> float:
-        return sum(p.counters.compile_seconds for p in set(programs)) if programs else 0.0
-
-    compiling = compile_seconds()
+    compiling = program.counters.compile_seconds if program is not None else 0.0
     with torch_threads(num_threads):
-        table = _play(cfg, evaluate_fn, slots, generation, device, progress, programs)
-    return Played(table, compile_seconds() - compiling)
+        table = _play(cfg, evaluate_fn, slots, generation, device, progress, program)
+    return Played(table, (program.counters.compile_seconds - compiling) if program else 0.0)
 
 
 def self_play(config: SelfPlayConfig | None = None, evaluate_fn: EvaluateFn | None = None,
@@ -283,47 +274,7 @@ def _draws_per_step(mcts_cfg: MCTSConfig) -> int:
     return _NUM_NOISE + 2 + (WIDTH if "gumbel" in POLICIES[mcts_cfg.search].inputs else 0)
 
 
-_OPENING_SALT = _i64(0x6F70656E696E6721)  # "opening!": the games' own stream, apart from the steps'
-
-
-def opening_plies(keys: torch.Tensor, episode: torch.Tensor, cfg: SelfPlayConfig) -> torch.Tensor:
-    """``[B] int64``: how many random plies open the current game of each slot (stream
-    ``keys [B]``, game ``episode [B]`` of the slot): ``cfg.random_opening_plies``, or for a
-    ``cfg.random_opening_fraction`` of games a length uniform in ``0..random_opening_max``.
-    Drawn from the game's own counter (the same at every ply of it), so a game's opening is
-    fixed at its start whatever the step, shard or device."""
-    fixed = torch.full_like(episode, cfg.random_opening_plies)
-    if cfg.random_opening_fraction <= 0:
-        return fixed
-    bits = _splitmix64(_splitmix64(keys ^ _OPENING_SALT) ^ episode)  # (B,)
-    which = ((bits >> 40) & 0xFFFFFF).float() * (1.0 / (1 << 24))  # [0, 1)
-    length = ((bits >> 8) & 0xFFFFFFFF) % (cfg.random_opening_max + 1)
-    return torch.where(which < cfg.random_opening_fraction, length, fixed)
-
-
-_FULL_SALT = _i64(0x66756C6C73746570)  # "fullstep": the steps' full-or-cheap draws
-
-
-def cheap_search(cfg: SelfPlayConfig) -> MCTSConfig:
-    """The search of a cheap step: ``cfg.mcts`` with ``cfg.cheap_sims`` simulations."""
-    return replace(cfg.mcts, sims=cfg.cheap_sims)
-
-
-def full_steps(cfg: SelfPlayConfig, generation: int, steps: int) -> list[bool]:
-    """Which of a generation's ``steps`` are searched in full and kept for training
-    (playout-cap randomisation, ``cfg.full_search_fraction``; every step when it is 1).
-    Drawn from the seed and the generation alone, so every shard and device agrees."""
-    if cfg.full_search_fraction >= 1:
-        return [True] * steps
-    key = _splitmix64(torch.tensor([_i64(cfg.seed) ^ _FULL_SALT], dtype=torch.int64))
-    key = _splitmix64(key ^ _i64(generation))
-    bits = _splitmix64(key ^ torch.arange(steps, dtype=torch.int64))  # (steps,)
-    uniform = ((bits >> 40) & 0xFFFFFF).double() * (1.0 / (1 << 24))  # [0, 1)
-    return (uniform < cfg.full_search_fraction).tolist()
-
-
-def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
-            opening: torch.Tensor):  # fmt: skip
+def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor):
     """One search per game of ``state`` and the move each plays.
 
     ``search_fn(state, evaluate_fn, inputs=)`` searches with ``cfg.mcts`` and its policy
@@ -331,10 +282,8 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
     games' uniforms of this step, laid out as :func:`_draws_per_step` says; the policy gets
     the inputs it reads (:attr:`~.search.policies.Policy.inputs`): root noise, Gumbel noise, and a
     uniform with the plies that sample their move (the first ``temp_cutoff`` of a game).
-    ``opening [B]``: the random plies that open each game (:func:`opening_plies`). Returns
-    ``(action [B], target [B, 7], root_value [B], surprise [B])``: the policy's move, its
-    action weights (the training target), the root's mean value and the target's
-    :func:`policy_surprise`.
+    Returns ``(action [B], target [B, 7], root_value [B])``: the policy's move and action
+    weights (the training target).
     """
     mcts_cfg = cfg.mcts
     wanted = POLICIES[mcts_cfg.search].inputs
@@ -349,34 +298,22 @@ def _choose(state, evaluate_fn, cfg: SelfPlayConfig, search_fn, u: torch.Tensor,
     )  # fmt: skip
     result = search_fn(state, evaluate_fn, inputs=inputs)
     action = result.action
-    if cfg.random_opening_plies or cfg.random_opening_fraction > 0:
+    if cfg.random_opening_plies:
         legal = legal_mask(state).float()  # (B, 7)
         pick = (u[:, _NUM_NOISE + 1 : _NUM_NOISE + 2] * legal.sum(1, keepdim=True)).floor()
         uniform = (legal.cumsum(1) <= pick).sum(1)  # the pick-th legal column
-        action = torch.where(state.ply < opening, uniform, action)
-    surprise = policy_surprise(result.action_weights, result.tree.root_prior())
-    return action, result.action_weights, result.root_value, surprise
-
-
-def policy_surprise(target: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
-    """``[B]``: ``KL(target || prior)`` of each row of ``[B, 7]`` distributions (KataGo's
-    policy surprise: how much the search taught the network at this position). Columns
-    where ``target`` is 0 add nothing; a finished game's (all 0) is 0."""
-    target = target / target.sum(1, keepdim=True).clamp_min(1e-12)
-    terms = target * (torch.log(target.clamp_min(1e-12)) - torch.log(prior.clamp_min(1e-12)))
-    return torch.where(target > 0, terms, 0.0).sum(1).clamp_min(0.0)
+        action = torch.where(state.ply < cfg.random_opening_plies, uniform, action)
+    return action, result.action_weights, result.root_value
 
 
 def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, device, progress,
-          programs=None):  # fmt: skip
+          program=None):  # fmt: skip
     G, T = len(slots), cfg.moves_per_gen
     # With finish_games, the games in progress after step T play on (only they search)
     # for at most NUM_CELLS - 1 more steps: no ply is dropped for want of an outcome.
     steps = T + (NUM_CELLS - 1 if cfg.finish_games else 0)
-    compiled = programs is not None  # then every step keeps its shapes (masked, not compacted)
-    if programs is None:
-        programs = (partial(search, config=cfg.mcts), partial(search, config=cheap_search(cfg)))
-    full = full_steps(cfg, generation, steps)
+    mcts_cfg = cfg.mcts
+    search_fn = partial(search, config=mcts_cfg) if program is None else program
     b_slot = torch.arange(slots.start, slots.stop, dtype=torch.int64, device=device)  # (G,)
     keys = slot_keys(cfg.seed, generation, b_slot)
     state = initial_state(G, device)
@@ -389,11 +326,9 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         "action": torch.zeros(steps, G, dtype=torch.int64, device=device),
         "target": torch.zeros(steps, G, WIDTH, dtype=torch.float32, device=device),
         "root_value": torch.zeros(steps, G, dtype=torch.float32, device=device),
-        "surprise": torch.zeros(steps, G, dtype=torch.float32, device=device),
         "done": torch.zeros(steps, G, dtype=torch.bool, device=device),
         "reward": torch.zeros(steps, G, dtype=torch.float32, device=device),
     }
-    kept = torch.tensor(full, dtype=torch.bool, device=device)  # (steps,) the trained steps
     bar = None
     if progress is True:
         bar = progress_bar(
@@ -409,13 +344,12 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         idx, active, playing = every_slot, None, G
         if t >= T:
             active = state.ply > 0  # (G,)
-            if not compiled:
+            if program is None:
                 idx, active = active.nonzero().squeeze(1), None
             playing = len(idx) if active is None else int(active.sum())  # one host read
             if playing == 0:
                 break
         searched += playing
-        search_fn = programs[0] if full[t] else programs[1]
         rows, state = _step(state, idx, active, keys, episode, t, evaluate_fn, cfg, search_fn)
         for name, value in rows.items():
             rec[name][t, idx] = value
@@ -429,7 +363,7 @@ def _play(cfg: SelfPlayConfig, evaluate_fn, slots: range, generation: int, devic
         bar.close()
     elapsed = time.perf_counter() - start
     z, complete = backward_z(rec["done"], rec["reward"])
-    table = _to_table(rec, z, complete & kept[:, None], b_slot, generation, games_per_slot(T))
+    table = _to_table(rec, z, complete, b_slot, generation, games_per_slot(T))
     log.info(
         "self-play gen %d slots %d-%d: %d searches in %.1f s (%.0f/s), %d positions kept",
         generation, slots.start, slots.stop - 1, searched, elapsed, searched / elapsed, len(table),
@@ -451,8 +385,7 @@ def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: Se
         sub = State(torch.where(active, sub.position, 0),
                     torch.where(active, sub.mask, BOARD_MASK), sub.ply)  # fmt: skip
     u = slot_uniforms(keys, t, _draws_per_step(cfg.mcts))
-    opening = opening_plies(keys, episode, cfg)
-    action, target, root_value, surprise = _choose(sub, evaluate_fn, cfg, search_fn, u, opening)
+    action, target, root_value = _choose(sub, evaluate_fn, cfg, search_fn, u)
     step = play(sub, action, validate=False)
     done = step.done if active is None else step.done & active
     rows = {
@@ -463,7 +396,6 @@ def _step(state: State, idx, active, keys, episode, t: int, evaluate_fn, cfg: Se
         "action": action,
         "target": target,
         "root_value": root_value,
-        "surprise": surprise,
         "done": done,
         "reward": step.reward * win_value(step.state.ply, cfg.mcts.win_decay),
     }
@@ -493,7 +425,6 @@ def _to_table(rec, z, complete, b_slot, generation: int, stride: int) -> pd.Data
         **{f"pi_{c + 1}": pi[:, c] for c in range(WIDTH)},
         "z": flat(z),
         "root_value": flat(rec["root_value"]),
-        "surprise": flat(rec["surprise"]),
     }
     return pd.DataFrame({k: np.asarray(v).astype(COLUMNS[k]) for k, v in cols.items()})
 

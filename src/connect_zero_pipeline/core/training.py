@@ -4,8 +4,7 @@
   self-play are concatenated; with ``mirror`` every position is also added
   left-right mirrored (board and ``pi`` reversed, same ``z``), at load time.
 - **Loss.** ``CE(pi, softmax(logits)) + value_coef * MSE(value, z)``. Illegal
-  columns have ``pi = 0`` so they add nothing to the cross-entropy. A network with a
-  soft-policy head adds ``soft_policy_weight * CE(pi^(1/4), softmax(soft_logits))``.
+  columns have ``pi = 0`` so they add nothing to the cross-entropy.
 - **Optimiser.** AdamW with weight decay, a cosine learning-rate schedule over
   the *whole run* (generation ``g`` of ``G`` covers progress ``(g-1)/G .. g/G``
   and the rate falls from ``lr`` to ``lr_min``), grad-norm clipping and
@@ -25,7 +24,6 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -47,13 +45,10 @@ class TrainingDivergedError(RuntimeError):
     """The loss became non-finite or exceeded ``max_loss``; no model was produced."""
 
 
-def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True,
-                      surprise: bool = False, ply: bool = False) -> None:  # fmt: skip
+def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``table`` has the self-play training columns
-    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value``, ``surprise`` and
-    ``ply`` if asked), without nulls."""
-    needed = ["position", "mask", *PI_COLUMNS, "z", *(["root_value"] if root_value else []),
-              *(["surprise"] if surprise else []), *(["ply"] if ply else [])]  # fmt: skip
+    (``position``, ``mask``, ``pi_1..pi_7``, ``z``, and ``root_value`` if asked), without nulls."""
+    needed = ["position", "mask", *PI_COLUMNS, "z", *(["root_value"] if root_value else [])]
     missing = [c for c in needed if c not in table.columns]
     if missing:
         raise ValueError(f"self-play table {name} lacks column(s) {missing}")
@@ -62,129 +57,79 @@ def check_games_table(table: pd.DataFrame, name: str, root_value: bool = True,
         raise ValueError(f"self-play table {name} has null values in column(s) {nulls}")
 
 
-class Samples(NamedTuple):
-    """A replay window as training tensors (N samples)."""
-
-    boards: torch.Tensor  # int8 [N, 6, 7]
-    pi: torch.Tensor  # float32 [N, 7], the policy target
-    z: torch.Tensor  # float32 [N], the value target
-    surprise: torch.Tensor | None  # float32 [N], the policy surprise (None unless asked)
-
-
 def games_to_tensors(
     tables: Sequence[pd.DataFrame],
     mirror: bool = True,
     root_value_weight: float = 0.0,
     names: Sequence[str] | None = None,
     merge_duplicates: bool = False,
-    surprise: bool = False,
-    value_lambda: float = 1.0,
-    root_value_ramp_plies: int = 0,
-) -> Samples:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Self-play tables -> training tensors.
 
     Args:
         tables: tables with the self-play schema (``position``, ``mask``,
-            ``pi_1..pi_7``, ``z``, ``root_value``, ``surprise``), e.g. the replay window.
+            ``pi_1..pi_7``, ``z``, ``root_value``), e.g. the replay window.
         mirror: append the left-right mirror of every sample.
         root_value_weight: the value target is ``(1 - w) * z + w * root_value``;
             0 is AlphaZero's game outcome. Mixing in the search's own estimate
             lowers the target's noise when games are short and play is weak.
         names: the tables' names for error messages (default: their index).
         merge_duplicates: return each distinct board once (after mirroring),
-            with the mean ``pi``, value target and surprise of its occurrences
+            with the mean ``pi`` and value target of its occurrences
             (:func:`merge_duplicate_boards`).
-        surprise: also return the ``surprise`` column (policy-surprise weighting).
-        value_lambda: ``z`` in the value target becomes the game's lambda-return over its
-            later root values (:func:`lambda_returns`); 1 is the outcome itself.
-        root_value_ramp_plies: ``w`` grows from 0 at ply 0 to ``root_value_weight`` at this
-            ply, then stays (0: ``w`` at every ply): the outcome alone where the search
-            cannot see the end, the search's value mixed in where it can.
 
     Raises:
         ValueError: naming the table, for a missing column or a null value.
 
     Returns:
-        :class:`Samples`: ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]``
-        (the value target) and ``surprise float32 [N]`` (None unless asked).
+        ``boards int8 [N, 6, 7]``, ``pi float32 [N, 7]``, ``z float32 [N]`` (the value target).
     """
     if not tables:
         raise ValueError("no self-play tables to train on")
     names = list(names) if names is not None else [f"#{i}" for i in range(len(tables))]
     for table, name in zip(tables, names, strict=True):
-        check_games_table(table, name, root_value=bool(root_value_weight) or value_lambda < 1,
-                          surprise=surprise, ply=bool(root_value_ramp_plies))  # fmt: skip
+        check_games_table(table, name, root_value=bool(root_value_weight))
     df = pd.concat(list(tables), ignore_index=True)
     position = torch.from_numpy(df["position"].to_numpy(np.uint64).view(np.int64).copy())
     mask = torch.from_numpy(df["mask"].to_numpy(np.uint64).view(np.int64).copy())
     boards = to_boards(State(position, mask, torch.zeros_like(mask)))  # (N, 6, 7)
     pi = torch.from_numpy(df[PI_COLUMNS].to_numpy(np.float32).copy())  # (N, 7)
-    z = torch.from_numpy(df["z"].to_numpy(np.float32).copy())  # (N,)
-    if value_lambda < 1:
-        z = torch.from_numpy(lambda_returns(df, value_lambda))
-    kl = torch.from_numpy(df["surprise"].to_numpy(np.float32).copy()) if surprise else None
-    if root_value_weight:
-        q = torch.from_numpy(df["root_value"].to_numpy(np.float32).copy())  # (N,)
-        w = torch.full_like(z, root_value_weight)  # (N,)
-        if root_value_ramp_plies:
-            ply = torch.from_numpy(df["ply"].to_numpy(np.float32).copy())
-            w = w * (ply / root_value_ramp_plies).clamp(max=1.0)
-        z = (1.0 - w) * z + w * q
+    z = value_targets(df, root_value_weight)  # (N,)
     if mirror:
         boards = torch.cat([boards, boards.flip(-1)])  # (2N, 6, 7)
         pi = torch.cat([pi, pi.flip(-1)])
         z = torch.cat([z, z])
-        kl = torch.cat([kl, kl]) if kl is not None else None
     if merge_duplicates:
-        boards, pi, z, kl = merge_duplicate_boards(boards, pi, z, kl)
-    return Samples(boards, pi, z, kl)
+        boards, pi, z = merge_duplicate_boards(boards, pi, z)
+    return boards, pi, z
 
 
-def lambda_returns(table: pd.DataFrame, lam: float) -> np.ndarray:
-    """``[N] float32``: each row's lambda-return, a value target between the search's root
-    values later in its game and the game's outcome (TD(lambda) over the root values).
+def value_targets(games: pd.DataFrame, root_value_weight: float) -> torch.Tensor:
+    """``float32 [N]``: the value target of each row of ``games``, ``(1 - w) * z + w *
+    root_value`` with ``w = root_value_weight`` (0: the game's outcome alone).
 
-    Going back through a game (``generation``, ``game``; rows by ``ply``), the last kept row
-    has its ``z``; a row whose next kept row is ``d`` plies later (1, or more where rows were
-    not kept) has ``G = s * ((1 - lam) * v' + lam * G')``, ``v'`` and ``G'`` that row's root
-    value and return, ``s = (-1)^d`` (the side to move changes every ply). ``lam = 1`` is
-    ``z``; ``lam = 0`` the next position's root value, seen from this one."""
-    n = len(table)
-    order = np.lexsort((table["ply"].to_numpy(), table["game"].to_numpy(),
-                        table["generation"].to_numpy()))  # fmt: skip
-    gen = table["generation"].to_numpy()[order]
-    game = table["game"].to_numpy()[order]
-    ply = table["ply"].to_numpy().astype(np.int64)[order]
-    z = table["z"].to_numpy(np.float64)[order]
-    v = table["root_value"].to_numpy(np.float64)[order]
-    same = np.zeros(n, dtype=bool)  # the next sorted row is of the same game
-    same[:-1] = (gen[1:] == gen[:-1]) & (game[1:] == game[:-1])
-    # rows after each one in its game (a game's last row 0): its last row's index minus its own
-    starts = np.flatnonzero(~np.concatenate([[False], same[:-1]]))  # each game's first row
-    ends = np.append(starts[1:], n) - 1
-    left = np.repeat(ends, ends - starts + 1) - np.arange(n)
-    returns = z.copy()
-    for depth in range(1, int(left.max(initial=0)) + 1):
-        i = np.flatnonzero(left == depth)
-        sign = np.where((ply[i + 1] - ply[i]) % 2 == 1, -1.0, 1.0)
-        returns[i] = sign * ((1.0 - lam) * v[i + 1] + lam * returns[i + 1])
-    out = np.empty(n, dtype=np.float32)
-    out[order] = returns
-    return out
+    The one place the value target is made: a different target (a return over the game's
+    later root values, a mix that changes with the ply) replaces this function, and every
+    other step of training stays as it is. docs/results.md's opening ablations measured such
+    variants against this one (O2, O3, O5, O8)."""
+    z = torch.from_numpy(games["z"].to_numpy(np.float32).copy())  # (N,)
+    if not root_value_weight:
+        return z
+    q = torch.from_numpy(games["root_value"].to_numpy(np.float32).copy())  # (N,)
+    return (1.0 - root_value_weight) * z + root_value_weight * q
 
 
 def merge_duplicate_boards(
-    boards: torch.Tensor, pi: torch.Tensor, z: torch.Tensor, surprise: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    boards: torch.Tensor, pi: torch.Tensor, z: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Each distinct board of ``boards int8 [N, 6, 7]`` once, with the mean of its
-    ``pi [N, 7]`` rows, ``z [N]`` values and ``surprise [N]`` (if given); the boards keep
-    their first-seen order.
+    ``pi [N, 7]`` rows and ``z [N]`` values; the boards keep their first-seen order.
 
     Self-play repeats positions (the empty board once per game, openings often):
     averaging their targets removes that repetition's noise and its weight."""
     n = boards.shape[0]
     if n == 0:
-        return boards, pi, z, surprise
+        return boards, pi, z
     rows = np.ascontiguousarray(boards.reshape(n, -1).numpy())  # (N, 42) int8
     keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()  # (N,) one key per board
     _, first, inverse, counts = np.unique(
@@ -197,10 +142,7 @@ def merge_duplicate_boards(
     size = torch.from_numpy(counts[order].astype(np.float32))  # (U,)
     merged_pi = torch.zeros(order.size, 7).index_add_(0, group, pi) / size[:, None]
     merged_z = torch.zeros(order.size).index_add_(0, group, z) / size
-    merged_kl = None
-    if surprise is not None:
-        merged_kl = torch.zeros(order.size).index_add_(0, group, surprise) / size
-    return boards[torch.from_numpy(first[order])], merged_pi, merged_z, merged_kl
+    return boards[torch.from_numpy(first[order])], merged_pi, merged_z
 
 
 def alphazero_loss(
@@ -211,8 +153,10 @@ def alphazero_loss(
     Args:
         logits: ``[B, 7]`` raw policy logits.
         value: ``[B]`` value predictions in [-1, 1].
-        pi: ``[B, 7]`` target visit distributions (rows sum to 1).
-        z: ``[B]`` game outcomes for the side to move.
+        pi: ``[B, 7]`` policy targets, the search's action weights (rows sum to 1): the
+            root visit distribution under PUCT, the improved policy under Gumbel search.
+        z: ``[B]`` value targets for the side to move (:func:`value_targets`: the game's
+            outcome, mixed with the search's root value by default).
 
     Returns:
         ``(loss, policy_loss, value_loss)``, scalars:
@@ -222,30 +166,6 @@ def alphazero_loss(
     policy_loss = -(pi * F.log_softmax(logits, dim=1)).sum(1).mean()
     value_loss = F.mse_loss(value, z)
     return policy_loss + value_coef * value_loss, policy_loss, value_loss
-
-
-def sampling_weights(surprise: torch.Tensor, weight: float) -> torch.Tensor:
-    """``[N]`` probabilities: ``1 - weight`` of the mass uniform, ``weight`` in proportion to
-    ``surprise [N]`` (uniform alone when no position surprises)."""
-    n = surprise.shape[0]
-    uniform = torch.full((n,), 1.0 / n, dtype=torch.float64, device=surprise.device)
-    total = float(surprise.sum())
-    if weight <= 0 or total <= 0:
-        return uniform
-    return (1.0 - weight) * uniform + weight * surprise.double() / total
-
-
-SOFT_POLICY_TEMPERATURE = 4.0
-"""The soft-policy target is ``pi^(1 / 4)``, normalised (KataGo's)."""
-
-
-def soft_policy_loss(soft_logits: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of ``soft_logits [B, 7]`` against the flattened target
-    ``pi^(1/T) / sum`` (``T`` = :data:`SOFT_POLICY_TEMPERATURE`): the moves the search rates
-    low still differ, so the trunk learns to rank them too (columns with ``pi = 0`` stay 0)."""
-    soft = pi.clamp_min(0.0) ** (1.0 / SOFT_POLICY_TEMPERATURE)
-    soft = soft / soft.sum(1, keepdim=True).clamp_min(1e-12)
-    return -(soft * F.log_softmax(soft_logits, dim=1)).sum(1).mean()
 
 
 def cosine_lr(progress: float, lr: float, lr_min: float) -> float:
@@ -272,11 +192,8 @@ def train_step(
     Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
     device, read by nobody here: the step never waits for the device.
     """
-    heads = getattr(net, "training_heads", None)
-    logits, value, soft_logits = heads(boards) if heads is not None else (*net(boards), None)
+    logits, value = net(boards)
     loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)
-    if soft_logits is not None:  # the auxiliary soft-policy head (KataGo)
-        loss = loss + config.soft_policy_weight * soft_policy_loss(soft_logits, pi)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     if config.grad_clip > 0:
@@ -300,7 +217,6 @@ def train_model(
     seed: int | None = None,
     progress_bar: bool = False,
     num_threads: int | None = None,
-    surprise: torch.Tensor | None = None,
 ) -> tuple[nn.Module, dict[str, float]]:
     """Train a copy of ``model`` on ``(boards, pi, z)``; ``model`` itself is not modified.
 
@@ -313,16 +229,12 @@ def train_model(
         seed: shuffling seed (default ``config.seed``).
         progress_bar: show a progress bar (:mod:`connect_zero_pipeline.core.progress`).
         num_threads: torch CPU threads while training (None: torch's setting).
-        surprise: ``float32 [N]``, each sample's policy surprise (the ``surprise`` column),
-            needed when ``config.surprise_weight`` > 0: the minibatches then draw
-            samples in proportion to it for that share (:func:`sampling_weights`).
 
     Returns:
         The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
         ``value_loss`` (means over the last pass), ``policy_entropy``,
         ``num_samples``, ``num_steps``, ``lr_start``, ``lr_end``,
-        ``samples_per_s``, ``train_seconds``, and with ``config.surprise_weight`` the
-        window's mean ``policy_surprise``.
+        ``samples_per_s``, ``train_seconds``.
 
     Raises:
         TrainingDivergedError: a minibatch loss was not finite or exceeded
@@ -356,24 +268,12 @@ def train_model(
     if progress_bar:
         steps = _bar(steps, desc="train", unit="step", leave=False)
     start = time.perf_counter()
-    probs = None
-    if config.surprise_weight > 0:
-        if surprise is None or surprise.shape != (n,):
-            raise ValueError(f"surprise_weight={config.surprise_weight} needs each sample's "
-                             f"surprise, [{n}], got {None if surprise is None else tuple(surprise.shape)}")  # fmt: skip
-        probs = sampling_weights(surprise.cpu(), config.surprise_weight)
-
-    def order() -> torch.Tensor:  # an epoch's samples: a shuffled pass, or weighted draws
-        if probs is None:
-            return torch.randperm(n, generator=gen).to(device)
-        return torch.multinomial(probs, n, replacement=True, generator=gen).to(device)
-
+    perm = torch.randperm(n, generator=gen).to(device)
     with torch_threads(num_threads):
-        perm = order()
         for step in steps:
             k = step % steps_per_epoch
             if k == 0 and step:
-                perm = order()
+                perm = torch.randperm(n, generator=gen).to(device)
                 sums.zero_()
                 epoch_steps = 0
             idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
@@ -398,7 +298,6 @@ def train_model(
         "lr_end": lrs[-1],
         "samples_per_s": num_steps * config.batch_size / elapsed if elapsed > 0 else 0.0,
         "train_seconds": elapsed,
-        **({"policy_surprise": float(surprise.mean())} if probs is not None else {}),
     }
     return net.to(memory_format=torch.contiguous_format).eval(), metrics
 

@@ -28,7 +28,6 @@ _ARCH_KEYS: dict[str, dict[str, Any]] = {
         "value_hidden": 32,
         "policy_planes": 2,
         "value_planes": 1,
-        "soft_policy_planes": 0,
     },
     "mlp": {"hidden": [128, 128, 64]},
 }
@@ -50,9 +49,7 @@ def parameter_count(config: dict[str, Any]) -> int:
         block = 2 * (c * c * 9 + 2 * c)
         policy = c * pp + 2 * pp + pp * cells * WIDTH + WIDTH
         value = c * vp + 2 * vp + vp * cells * v + v + v + 1
-        sp = config["soft_policy_planes"]
-        soft = c * sp + 2 * sp + sp * cells * WIDTH + WIDTH if sp else 0
-        return stem + b * block + policy + value + soft
+        return stem + b * block + policy + value
     widths = [cells + 1, *config["hidden"]]
     body = sum(a * b + b for a, b in itertools.pairwise(widths))
     last = widths[-1]
@@ -66,7 +63,6 @@ def _check_bounds(config: dict[str, Any]) -> None:
         "value_hidden": MAX_HIDDEN,
         "policy_planes": MAX_CHANNELS,
         "value_planes": MAX_CHANNELS,
-        "soft_policy_planes": MAX_CHANNELS,
     }
     for key, limit in limits.items():
         if key in config and config[key] > limit:
@@ -84,10 +80,9 @@ def _check_bounds(config: dict[str, Any]) -> None:
         )
 
 
-def _check_positive_int(key: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"model config key {key!r} must be {what}, got {value!r}")
+def _check_positive_int(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"model config key {key!r} must be a positive integer, got {value!r}")
     return value
 
 
@@ -127,7 +122,7 @@ def resolve_config(config: dict[str, Any] | str) -> dict[str, Any]:
     out: dict[str, Any] = {"arch": arch, **defaults, **config}
     if arch == "resnet":
         for key in _ARCH_KEYS["resnet"]:
-            _check_positive_int(key, out[key], minimum=0 if key == "soft_policy_planes" else 1)
+            _check_positive_int(key, out[key])
     else:
         hidden = out["hidden"]
         if not isinstance(hidden, (list, tuple)) or not hidden:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..board import MIN_GAME_PLIES
@@ -40,22 +39,6 @@ class SelfPlayConfig:
     """The first plies of each game play a uniformly random legal move (still searched
     and recorded with their visit targets): exploration of openings self-play would
     not choose, like the random openings of the evaluation set."""
-    random_opening_fraction: float = 0.0
-    """The share of games (each drawn once, at its start) whose random opening is instead
-    ``L`` plies, ``L`` uniform in ``0..random_opening_max``: positions a few plies off good
-    play, as people and benchmarks reach them (issue 61's opening diversity; 0: every game
-    opens with ``random_opening_plies``)."""
-    random_opening_max: int = 12
-    """The longest random opening of the ``random_opening_fraction`` games."""
-    full_search_fraction: float = 1.0
-    """Playout-cap randomisation (KataGo, Wu 2019): the share of steps searched with
-    ``mcts.sims`` simulations, whose positions alone become training rows; the other steps
-    search with ``cheap_sims`` and only play. A step is full or cheap for every slot of
-    the batch at once (one search of one size), drawn from the seed and the generation,
-    so shards agree. 1: every move is searched in full and trained on."""
-    cheap_sims: int = 4
-    """Simulations of a cheap step (``full_search_fraction`` < 1), at most ``mcts.sims``
-    then."""
     seed: int = 0
     """Seed of the per-slot random streams (with the generation number and slot index)."""
     mcts: MCTSConfig = SEARCH
@@ -68,25 +51,13 @@ class SelfPlayConfig:
         for key in ("num_games", "moves_per_gen"):
             check(is_int(getattr(self, key)) and getattr(self, key) >= 1, key,
                   getattr(self, key), "an integer >= 1")  # fmt: skip
-        for key in ("temp_cutoff", "random_opening_plies", "random_opening_max"):
+        for key in ("temp_cutoff", "random_opening_plies"):
             check(is_int(getattr(self, key)) and getattr(self, key) >= 0, key,
                   getattr(self, key), "an integer >= 0")  # fmt: skip
         check(isinstance(self.finish_games, bool), "finish_games", self.finish_games,
               "true or false")  # fmt: skip
-        fraction = self.random_opening_fraction
-        check(isinstance(fraction, int | float) and not isinstance(fraction, bool)
-              and 0.0 <= fraction <= 1.0, "random_opening_fraction", fraction,
-              "a number in [0, 1]")  # fmt: skip
-        full = self.full_search_fraction
-        check(isinstance(full, int | float) and not isinstance(full, bool)
-              and 0.0 < full <= 1.0, "full_search_fraction", full,
-              "a number in (0, 1]")  # fmt: skip
         check(is_int(self.seed), "seed", self.seed, "an integer")
         check(isinstance(self.mcts, MCTSConfig), "mcts", self.mcts, "an MCTSConfig")
-        cheap_max = self.mcts.sims if full < 1 else math.inf  # read only when some steps are cheap
-        check(is_int(self.cheap_sims) and 1 <= self.cheap_sims <= cheap_max, "cheap_sims",
-              self.cheap_sims, f"an integer in [1, mcts.sims={self.mcts.sims}]"
-              if full < 1 else "an integer >= 1")  # fmt: skip
         check(self.num_games * games_per_slot(self.moves_per_gen) < 2**31, "num_games",
               self.num_games, f"small enough for int32 game ids with moves_per_gen="
               f"{self.moves_per_gen}")  # fmt: skip

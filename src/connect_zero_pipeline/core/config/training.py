@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import check, check_loss_weight, check_lr, is_int
+from . import check, check_loss_weight, check_lr
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,6 @@ class TrainConfig:
     """AdamW weight decay."""
     value_coef: float = 1.0
     """Weight of the value MSE next to the policy cross-entropy."""
-    soft_policy_weight: float = 8.0
-    """Weight of the auxiliary soft-policy loss (KataGo's 8), read only for a network with a
-    soft-policy head (``model`` key ``soft_policy_planes`` > 0)."""
     grad_clip: float = 1.0
     """Max global grad norm (0 disables clipping)."""
     buffer_gens: int = 4
@@ -37,19 +34,6 @@ class TrainConfig:
     """Add the left-right mirror of every position at load time."""
     root_value_weight: float = 0.5
     """Value target ``(1 - w) * z + w * root_value`` (0: the game outcome, as AlphaZero)."""
-    root_value_ramp_plies: int = 0
-    """The root value's weight grows from 0 at ply 0 to ``root_value_weight`` at this ply
-    (0: the same weight at every ply): the opening's value target is then the game's
-    outcome, the only one that knows it (docs/results.md, opening ablations)."""
-    value_lambda: float = 1.0
-    """The value target's ``z`` becomes the lambda-return over the root values later in its
-    game (TD(lambda), :func:`~..training.lambda_returns`): 1 is the game's outcome, lower
-    leans on the nearer searches."""
-    surprise_weight: float = 0.0
-    """Policy-surprise weighting (KataGo): this share of the minibatch samples is drawn in
-    proportion to each position's surprise, the ``surprise`` self-play recorded (``KL(pi ||
-    prior)`` of the network that played it), the rest uniformly (0: every position equally
-    often, shuffled passes)."""
     merge_duplicates: bool = True
     """Train on each distinct position of the window once, with the mean of its
     targets (``pi`` and the value target), instead of once per occurrence."""
@@ -68,14 +52,9 @@ class TrainConfig:
         check(0 <= self.weight_decay < 1, "weight_decay", self.weight_decay,
               "in [0, 1) (1 or more wipes the weights every step)")  # fmt: skip
         check_loss_weight("value_coef", self.value_coef)
-        check_loss_weight("soft_policy_weight", self.soft_policy_weight)
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
-        check(0 <= self.value_lambda <= 1, "value_lambda", self.value_lambda, "in [0, 1]")
-        check(is_int(self.root_value_ramp_plies) and 0 <= self.root_value_ramp_plies <= 42,
-              "root_value_ramp_plies", self.root_value_ramp_plies, "an integer in [0, 42]")  # fmt: skip
-        check(0 <= self.surprise_weight <= 1, "surprise_weight", self.surprise_weight, "in [0, 1]")
         check(
             0 <= self.root_value_weight <= 1,
             "root_value_weight",

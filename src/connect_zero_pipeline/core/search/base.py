@@ -62,11 +62,6 @@ class Tree(NamedTuple):
         """Flat indices -> per-game slot indices (``UNVISITED`` etc. are ``>= num_nodes``)."""
         return flat % (self.num_nodes + NUM_SENTINELS)
 
-    def root_prior(self) -> torch.Tensor:
-        """``[B, 7]`` the root's prior: the network's policy over the legal columns (PUCT's
-        with the root noise mixed in)."""
-        return self.prior[:, ROOT_INDEX]
-
     def root_q(self) -> torch.Tensor:
         """``[B, 7]`` the root's Q per column (its mean value, side to move's view); NaN for a
         column not visited (unvisited, full, or a finished root)."""

@@ -120,14 +120,11 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
 
 def _first_player_score(games: pd.DataFrame) -> float:
     """Mean outcome for the first player (+1 win, 0 draw, -1 loss) over finished games
-    (the sign of ``z``: a win's ``z`` is below 1 when ``win_decay`` > 0), read from each
-    game's first kept row (with playout-cap randomisation a game's ply 0 may not be kept):
-    ``z`` is the mover's, so it flips at odd plies."""
+    (the sign of ``z``: a win's ``z`` is below 1 when ``win_decay`` > 0)."""
     if games.empty:
         return 0.0
-    first = games.drop_duplicates("game")  # the table is sorted by (game, ply)
-    mover = np.where(first["ply"].to_numpy() % 2 == 0, 1.0, -1.0)
-    return float((np.sign(first["z"].to_numpy()) * mover).mean())
+    first = games[games["ply"] == 0]
+    return float(np.sign(first["z"]).mean())
 
 
 def train_generation(
@@ -147,15 +144,12 @@ def train_generation(
     if first == 0:  # generation 0's games: a start run's window (generations <= 0), or none
         oldest = generation - cfg.buffer_gens + 1
         games = (games[0][games[0]["generation"] >= oldest], *games[1:])
-    boards, pi, z, surprise = games_to_tensors(
+    boards, pi, z = games_to_tensors(
         games,
         mirror=cfg.mirror,
         root_value_weight=cfg.root_value_weight,
         names=[f"{generation_name(first + i)}.games" for i in range(len(games))],
         merge_duplicates=cfg.merge_duplicates,
-        surprise=cfg.surprise_weight > 0,
-        value_lambda=cfg.value_lambda,
-        root_value_ramp_plies=cfg.root_value_ramp_plies,
     )
     if boards.shape[0] == 0:
         raise ValueError(
@@ -184,7 +178,6 @@ def train_generation(
         seed=mix_seed(cfg.seed, generation),
         progress_bar=True,
         num_threads=cfg.node.num_threads,
-        surprise=surprise,
     )
     trained.meta = {"generation": generation}
     start = games[0]["generation"].nunique() if first == 0 else 1  # generation 0's: 0 or more
