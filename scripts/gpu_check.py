@@ -99,35 +99,14 @@ CUDA_TESTS = {  # the `gpu`-marked tests: eager first
 }
 LOG_TAIL = 1500
 """Characters of a failed step's log kept in its row."""
-# Sizes of the tiny run: a generation in seconds on a CPU (tests/pipelines/alphazero).
-TINY = {
+TINY_RUN = {
     "alphazero.num_generations": 3,  # overlapped nodes across generations (the scorecards)
-    "selfplay.num_games": 8,
-    "selfplay.mcts.sims": 2,
-    "selfplay.moves_per_gen": 24,  # games still in progress dropped, as conf/gpu's are
-    "selfplay.node.workers": 1,
-    "train.batch_size": 32,
-    "train.samples_per_position": 1.0,
-    "evaluate.num_games": 2,
-    "evaluate.mcts.sims": 2,
-    "evaluate.previous.num_games": 2,
-    "evaluate.previous.mcts.sims": 2,
     "evaluate.benchmark.sims": [2],
-    "pons.node.workers": 1,  # the public sets labelled in the run's process: no worker start-up
 }
+"""``--tiny``: the project's tiny recipe (``conf/tiny``, read when the set-up has made the
+project importable) for 3 generations, the public sets scored at its size."""
 RECIPE = {"model": "small", "sims": "32"}
 """conf/gpu's network preset and simulations, for the benchmark cells."""
-
-
-def params_arg(params: dict) -> str:
-    """``--params`` text of a flat mapping (lists as ``[a,b]``)."""
-
-    def text(v) -> str:
-        if isinstance(v, list):
-            return "[" + ",".join(map(str, v)) + "]"
-        return str(v)
-
-    return ",".join(f"{k}={text(v)}" for k, v in params.items())
 
 
 def cap_of(left: float, step: str, steps: tuple[Step, ...] = STEPS) -> float:
@@ -412,89 +391,51 @@ class _GpuSampler:
                 sum(busy) / max(len(busy), 1), "gpu_mem_max_mib": max(mem)}  # fmt: skip
 
 
+def use_project(site: Path | None) -> None:
+    """Make the project importable here, as every command of the check imports it: the
+    bundle's folder (if any) and this checkout's ``src`` first on ``sys.path``."""
+    for entry in (REPO / "src", *([site] if site else [])):
+        if str(entry) not in sys.path:
+            sys.path.insert(0, str(entry))
+
+
 def project_copy(dest: Path) -> Path:
-    """A copy of the project's conf/, data skeleton and public sets: runs write there."""
-    dest.mkdir(parents=True)  # a folder that exists is refused: nothing is overwritten
-    shutil.copytree(REPO / "conf", dest / "conf", ignore=shutil.ignore_patterns("local"))
-    (dest / "conf" / "local").mkdir()
-    db = dest / "mlflow.db"
-    (dest / "conf" / "local" / "mlflow.yml").write_text(
-        f"server:\n  mlflow_tracking_uri: sqlite:///{db}\n  mlflow_registry_uri: sqlite:///{db}\n"
-    )
-    shutil.copytree(REPO / "tests/data/pons", dest / "tests/data/pons")
-    shutil.copy(REPO / "pyproject.toml", dest / "pyproject.toml")
-    shipped = REPO / "data/03_primary/pons_positions.parquet"  # the evaluation set
-    for layer in (REPO / "data").iterdir():
-        if layer.is_dir():
-            (dest / "data" / layer.name).mkdir(parents=True)
-    shutil.copytree(shipped, dest / shipped.relative_to(REPO))
-    labels = REPO / "data/02_intermediate/solver_cache"  # the public sets' shipped labels
-    shutil.copytree(labels, dest / labels.relative_to(REPO),
-                    ignore=lambda folder, names: [n for n in names if n != "part-public-sets.parquet"])  # fmt: skip
-    (dest / "src").mkdir()
-    return dest
+    """A new project for the run (the project's own ``new_project``): its conf/, the public
+    sets and the shipped solver set, and an MLflow store of its own; runs write there."""
+    from connect_zero_pipeline.common.project import new_project
 
-
-def _written(project: Path, pattern: str) -> dict[int, tuple[float, Path]]:
-    """``{generation: (mtime, path)}`` of the files of ``pattern`` (under ``gen_XXX/``)."""
-    found = {}
-    for path in project.glob(pattern):
-        gen = next((p for p in path.parts if p.startswith("gen_")), None)
-        if gen is None or gen == "gen_000":
-            continue
-        try:
-            found[int(gen.split("_")[1])] = (path.stat().st_mtime, path)
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def _metrics(project: Path, stage: str) -> dict[int, tuple[float, dict]]:
-    """``{generation: (mtime, <stage> metrics)}`` of the run in ``project`` so far."""
-    found = {}
-    for gen, (mtime, path) in _written(project, f"data/08_reporting/gen_*/{stage}_metrics.json/"
-                                       f"*/{stage}_metrics.json").items():  # fmt: skip
-        try:
-            found[gen] = (mtime, json.loads(path.read_text()))
-        except (OSError, ValueError):  # being written
-            continue
-    return found
+    return new_project(REPO, dest, store=dest / "mlflow.db", solver_set=True)
 
 
 def _weak(metrics: dict, sims: int) -> dict[str, float | None]:
     return {s: metrics.get(f"bench.{s}.mcts{sims}.weak_mistake_rate") for s in PUBLIC_SETS}
 
 
-def _reached(metrics: dict, sims: int) -> dict[str, bool]:
-    weak = _weak(metrics, sims)
-    return {"acc": metrics.get("solver.acc", 0.0) >= TARGET_ACC,
-            "pons": all(w is not None and w <= TARGET_WEAK for w in weak.values())}  # fmt: skip
+def _reached(row: dict) -> dict[str, bool]:
+    """Which targets a :func:`generation_rows` row's scorecard reached."""
+    weak = [row[f"weak_{s}"] for s in PUBLIC_SETS]
+    return {"acc": (row["solver_acc"] or 0.0) >= TARGET_ACC,
+            "pons": all(w is not None and w <= TARGET_WEAK for w in weak)}  # fmt: skip
 
 
 def generation_rows(project: Path, start_wall: float, sims: int) -> list[dict]:
-    """Per generation with a model or a scorecard so far: when each was written (seconds
-    since the start) and the scorecard's lag behind the model, the stages' seconds,
-    ``solver.acc`` and MCTS-``sims`` weak mistakes on the public sets (None for a scorecard
-    not written yet)."""
-    evals = _metrics(project, "eval")
-    plays, trains = _metrics(project, "selfplay"), _metrics(project, "train")
-    models = _written(project, "data/06_models/gen_*/model.pt/*/model.pt")
-    rows = []
-    for gen in sorted({*evals, *models}):
-        play, train = plays.get(gen, (0, {}))[1], trains.get(gen, (0, {}))[1]
-        model_at = models[gen][0] - start_wall if gen in models else None
-        card_at = evals[gen][0] - start_wall if gen in evals else None
-        m = evals.get(gen, (0, {}))[1]
-        rows.append({"generation": gen,
-                     "model_at_s": None if model_at is None else round(model_at, 1),
-                     "scorecard_at_s": None if card_at is None else round(card_at, 1),
-                     "scorecard_lag_s": None if None in (model_at, card_at)
-                     else round(card_at - model_at, 1),
-                     "selfplay_s": play.get("seconds"), "compile_s": play.get("compile_s"),
-                     "train_s": train.get("train_seconds"), "evaluate_s": m.get("evaluate.seconds"),
-                     "solver_acc": m.get("solver.acc"),
-                     **{f"weak_{s}": w for s, w in _weak(m, sims).items()}})  # fmt: skip
-    return rows
+    """Per generation of the project's run with a model or a scorecard so far (the project's
+    ``run.outputs.generation_rows``, as ``curve --json --times`` prints them): when each was
+    written (seconds since ``start_wall``) and the scorecard's lag behind the model, the
+    stages' seconds, ``solver.acc`` and MCTS-``sims`` weak mistakes on the public sets (None
+    for a scorecard not written yet)."""
+    from connect_zero_pipeline.run.manifest import known_runs
+    from connect_zero_pipeline.run.outputs import generation_rows as rows_of
+
+    runs = known_runs(project)
+    if not runs:  # the run has not written its manifest yet
+        return []
+    return [{"generation": r["generation"], "model_at_s": r["model_at_s"],
+             "scorecard_at_s": r["scorecard_at_s"], "scorecard_lag_s": r["scorecard_lag_s"],
+             "selfplay_s": r.get("selfplay.seconds"), "compile_s": r.get("selfplay.compile_s"),
+             "train_s": r.get("train.train_seconds"), "evaluate_s": r.get("evaluate.seconds"),
+             "solver_acc": r.get("solver.acc"), **{f"weak_{s}": w for s, w in _weak(r, sims).items()}}
+            for r in rows_of(project, runs[-1], times=True, start=start_wall)]  # fmt: skip
 
 
 def _interrupt(proc: subprocess.Popen, wait_s: float) -> None:
@@ -512,12 +453,14 @@ def step_run(check: Check, step: str, params: dict, sims: int, watch: bool,
     """``kedro run --env gpu`` in a project copy outside OUT (a temporary folder, or
     ``keep``), stopped at its cap (and, with ``watch``, once both targets are reached); its
     log is ``OUT/<step>.log``."""
+    from connect_zero_pipeline.common.config_loader import params_text
+
     cap = check.cap(step)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
         project = project_copy((keep or Path(tmp)) / "project")
         cmd = [sys.executable, "-m", "kedro", "run", "--env", "gpu", "--params",
-               params_arg(params)]  # fmt: skip
+               params_text(params)]  # fmt: skip
         sampler = _GpuSampler(check.out / "gpu.csv", step)
         first: dict[str, float] = {}
         try:
@@ -530,10 +473,10 @@ def step_run(check: Check, step: str, params: dict, sims: int, watch: bool,
                 try:
                     while proc.poll() is None and time.perf_counter() - start < cap:
                         time.sleep(1.0)
-                        for _gen, (mtime, m) in sorted(_metrics(project, "eval").items()):
-                            for name, hit in _reached(m, sims).items():
-                                if hit and name not in first:
-                                    first[name] = round(mtime - start_wall, 1)
+                        for row in generation_rows(project, start_wall, sims):
+                            for name, hit in _reached(row).items():
+                                if hit and name not in first and row["scorecard_at_s"] is not None:
+                                    first[name] = row["scorecard_at_s"]
                         if watch and len(first) == 2:
                             break
                 finally:
@@ -713,6 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     check.record("plan", left >= -1e-6 and all(c >= 1 for c in caps.values()), 0.0,
                  budget=args.budget, caps=caps, bundle=str(args.bundle) if args.bundle else None)  # fmt: skip
     ready = check.guarded("setup", step_setup, check, args.bundle, site)
+    use_project(site)
     if not ready:
         for name in ("env", "time_to_target", "bench_eager", "cuda_tests", "bench_compiled"):
             check.record(name, False, 0.0, skipped="the set-up failed: see setup.log")
@@ -724,9 +668,14 @@ def main(argv: list[str] | None = None) -> int:
     if not compiled:
         check.steps = without_compiler(check.steps)
     if args.tiny:
+        from connect_zero_pipeline.common.config_loader import env_params
+
         # As on a GPU on any device: the searches' network on torch (auto is onnxruntime on
-        # the CPU), in this process (TINY's selfplay.node.workers).
-        tiny = {**TINY, **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")},
+        # the CPU), in this process (conf/tiny's selfplay.node.workers).
+        recipe = {k: v for k, v in env_params(REPO / "conf", "tiny").items()
+                  if not k.startswith("reinforce.")}  # fmt: skip
+        tiny = {**recipe, **TINY_RUN,
+                **{f"{s}.node.device": device for s in ("selfplay", "train", "evaluate")},
                 **{f"{s}.node.backend": "torch" for s in ("selfplay", "evaluate")}}  # fmt: skip
         check.guarded("time_to_target", step_run, check, "time_to_target", tiny, sims=2,
                       watch=False, keep=args.keep)  # fmt: skip

@@ -30,15 +30,9 @@ os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def _data_skeleton(folder: str, names: list[str]) -> list[str]:
-    """``copytree`` filter: only data/'s layer folders and their .gitkeep, never run outputs
-    (a real run in the repo must not leak versions, models or caches into a test project)."""
-    top = Path(folder) == REPO / "data"
-    return [n for n in names if n != ".gitkeep" and not (top and (Path(folder) / n).is_dir())]
-
-
 def make_project(project: Path, *, pin_store: bool = True) -> Path:
-    """A copy of the project's conf/ and metadata at ``project``, for runs to write into.
+    """A new project at ``project`` made by the project's own code
+    (:func:`connect_zero_pipeline.common.project.new_project`), for runs to write into.
 
     ``pin_store``: the MLflow store is this project's ``mlflow.db`` by absolute path
     (conf/local/mlflow.yml). MLflow caches stores by URI string, so a relative
@@ -46,31 +40,17 @@ def make_project(project: Path, *, pin_store: bool = True) -> Path:
     projects run in-process need the pin; ``False`` keeps conf/base's default store and
     no ``mlflow.db``, which the first run creates, as on a fresh clone. A pinned store
     starts as a copy of :func:`empty_store` (MLflow's schema migrations take 2 s a store):
-    "nothing was written" is then :func:`store_untouched`.
+    "nothing was written" is then :func:`store_untouched`. The public sets (catalog entry
+    ``pons_benchmarks``) are there, but the local env scores none, to keep runs short (an
+    env run, which does not read conf/local, names its own).
     """
-    project.mkdir(parents=True)
-    shutil.copytree(REPO / "conf", project / "conf", ignore=shutil.ignore_patterns("local"))
-    (project / "conf" / "local").mkdir()
+    from connect_zero_pipeline.common.project import new_project
+
+    new_project(REPO, project, store=project / "mlflow.db" if pin_store else None)
     if pin_store:
-        (project / "conf" / "local" / "mlflow.yml").write_text(
-            f"server:\n  mlflow_tracking_uri: sqlite:///{project / 'mlflow.db'}\n"
-            f"  mlflow_registry_uri: sqlite:///{project / 'mlflow.db'}\n"
-        )
         shutil.copy(empty_store(), project / "mlflow.db")
-    # The public sets (catalog entry pons_benchmarks) are there, but the local env scores
-    # none, to keep runs short (an env run, which does not read conf/local, names its own).
-    shutil.copytree(REPO / "tests/data/pons", project / "tests/data/pons")
     no_public_sets(project, "local")
-    shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
-    shutil.copytree(REPO / "data", project / "data", ignore=_data_skeleton)
-    (project / SHIPPED_CACHE).parent.mkdir()  # the public sets' labels, as in a fresh clone
-    shutil.copy(REPO / SHIPPED_CACHE, project / SHIPPED_CACHE)
-    (project / "src").mkdir()  # Kedro wants it; the package itself is installed (pip -e)
     return project
-
-
-SHIPPED_CACHE = "data/02_intermediate/solver_cache/part-public-sets.parquet"
-"""The solver cache's shipped part (``scripts/public_sets_cache.py``)."""
 
 
 def empty_store() -> Path:
@@ -201,23 +181,24 @@ def bitboard_arrays(moves: list[str]):
 KEDRO = str(Path(sys.executable).with_name("kedro"))
 
 
-# A whole tiny alphazero run as `--params` (the issue's reproduction sizes, one worker).
-TINY_CLI = {
-    "selfplay.num_games": 8,
-    "selfplay.mcts.sims": 2,
-    "selfplay.moves_per_gen": 48,
-    "selfplay.node.workers": 1,
-    "train.batch_size": 16,
-    "train.samples_per_position": 0.5,  # a generation trains ~30 steps
-    "evaluate.mcts.sims": 2,
-    "evaluate.previous.num_games": 2,
-    "evaluate.previous.mcts.sims": 2,
-}
+def _tiny() -> dict:
+    from connect_zero_pipeline.common.config_loader import env_params
+
+    return env_params(REPO / "conf", "tiny")
+
+
+TINY = _tiny()
+"""conf/tiny, the one tiny recipe, as ``--params`` (flat keys): a generation in seconds."""
+TINY_CLI = {k: v for k, v in TINY.items() if not k.startswith("reinforce.")}
+""":data:`TINY` for an alphazero run (its REINFORCE keys would only name a changed recipe)."""
 
 
 def cli_params(params: dict) -> str:
-    """``{"a.b": 1}`` -> ``"a.b=1"``, as ``kedro run --params`` takes them."""
-    return ",".join(f"{k}={v}" for k, v in params.items())
+    """``{"a.b": 1}`` -> ``"a.b=1"``, as ``kedro run --params`` takes them
+    (:func:`connect_zero_pipeline.common.config_loader.params_text`)."""
+    from connect_zero_pipeline.common.config_loader import params_text
+
+    return params_text(params)
 
 
 def _as_in_a_terminal() -> None:

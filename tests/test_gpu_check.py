@@ -14,6 +14,8 @@ import pytest
 
 from tests.helpers import REPO
 
+RUN = "2026-01-01T00.00.00.000Z"
+
 
 @pytest.fixture(scope="module")
 def gpu_check():
@@ -115,12 +117,17 @@ def _written(path, mtime, text="{}"):
 
 def test_the_run_row_counts_models_and_reports_the_scorecards_lag(gpu_check, tmp_path):
     """Generations whose scorecard has not come yet still count: the run made them."""
-    project, start = tmp_path / "project", 1_000_000.0
+    from connect_zero_pipeline.run.manifest import write_manifest
+
+    project, start, run = gpu_check.project_copy(tmp_path / "project"), 1_000_000.0, RUN
+    assert (project / "data/03_primary/pons_positions.parquet").is_dir()  # the shipped set
+    assert gpu_check.generation_rows(project, start, 600) == []  # no run yet
+    write_manifest(project, {"run_id": run, "status": "running", "pipelines": ["alphazero"]})
     for gen, model_at, card_at in ((1, 10.0, 30.0), (2, 20.0, None), (3, 25.0, None)):
         name = f"gen_{gen:03d}"
-        _written(project / f"data/06_models/{name}/model.pt/v/model.pt", start + model_at)
+        _written(project / f"data/06_models/{name}/model.pt/{run}/model.pt", start + model_at)
         if card_at is not None:
-            _written(project / f"data/08_reporting/{name}/eval_metrics.json/v/eval_metrics.json",
+            _written(project / f"data/08_reporting/{name}/eval_metrics.json/{run}/eval_metrics.json",
                      start + card_at, json.dumps({"solver.acc": 0.4}))  # fmt: skip
     rows = gpu_check.generation_rows(project, start, 600)
     ok, figures = gpu_check.run_figures(rows, None, True, {}, 600)

@@ -6,7 +6,7 @@ import json
 
 from connect_zero_pipeline.commands.curve import curve_table
 from connect_zero_pipeline.run.manifest import write_manifest
-from tests.helpers import command
+from tests.helpers import command, make_project
 
 
 def _write(project, gen: int, stage: str, run_id: str, metrics: dict) -> None:
@@ -16,6 +16,7 @@ def _write(project, gen: int, stage: str, run_id: str, metrics: dict) -> None:
 
 
 def test_the_table_has_one_row_per_generation_of_the_run(tmp_path):
+    tmp_path = make_project(tmp_path / "project", pin_store=False)  # the catalog says where
     ours, other = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
     for gen, acc in ((1, 0.5), (2, 0.6)):
         _write(tmp_path, gen, "eval", ours, {"solver.acc": acc, "solver.weak_acc": acc + 0.1})
@@ -49,6 +50,7 @@ def test_the_table_has_one_row_per_generation_of_the_run(tmp_path):
 
 
 def test_each_generation_s_stages_are_timed_and_summed(tmp_path):
+    tmp_path = make_project(tmp_path / "project", pin_store=False)
     run = "2026-01-01T00.00.00.000Z"
     for gen in (1, 2):
         _write(tmp_path, gen, "eval", run, {"solver.acc": 0.5, "evaluate.seconds": 4.0})
@@ -69,6 +71,7 @@ def test_times_say_when_each_model_and_scorecard_was_written(tmp_path):
     import datetime
     import os
 
+    tmp_path = make_project(tmp_path / "project", pin_store=False)
     run = "2026-01-01T00.00.00.000Z"
     start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
     write_manifest(tmp_path, {"run_id": run, "status": "finished", "pipelines": ["alphazero"],
@@ -89,3 +92,18 @@ def test_times_say_when_each_model_and_scorecard_was_written(tmp_path):
     assert "model at s" not in curve_table(tmp_path, run)  # only when asked
     status, out, _ = command("curve", "--project", str(tmp_path), "--times")
     assert status == 0 and out.rstrip().endswith("| 41 | 100 |")
+    # --json, for scripts: one object a generation, a model whose scorecard has not come yet
+    # included (the table leaves it out), every metric under its own name.
+    model = tmp_path / f"data/06_models/gen_003/model.pt/{run}/model.pt"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"")
+    os.utime(model, (start + 120.0, start + 120.0))
+    status, out, _ = command("curve", "--project", str(tmp_path), "--times", "--json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and [r["generation"] for r in rows] == [1, 2, 3]
+    assert rows[0] == {"run_id": run, "generation": 1, "solver.acc": 0.5, "model_at_s": 20.0,
+                       "scorecard_at_s": 65.0, "scorecard_lag_s": 45.0}  # fmt: skip
+    assert rows[2]["model_at_s"] == 120.0 and rows[2]["scorecard_at_s"] is None
+    assert curve_table(tmp_path, run, times=True).count("\n") == 3  # still two rows
+    status, out, _ = command("curve", "--project", str(tmp_path), "--json")
+    assert [json.loads(line)["generation"] for line in out.splitlines()] == [1, 2]

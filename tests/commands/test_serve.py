@@ -139,10 +139,17 @@ def _check_the_model_server(port: int, model_bytes: bytes) -> None:
 
 
 def _free_port() -> int:
-    """A free port below 49152 (kedro-viz refuses the ephemeral range above it)."""
+    """A free port below the kernel's ephemeral range (``ip_local_port_range``, 32768 and up
+    by default; kedro-viz refuses IANA's, above 49152): a port in that range can be handed to
+    any process's outgoing connection meanwhile (another test's), which would hold it when
+    the test checks that the stopped server freed it."""
     import random
 
-    while port_taken(port := random.randint(20000, 40000)):
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    while port_taken(port := random.randint(min(20000, low - 1000), low - 1)):
         pass
     return port
 

@@ -2,12 +2,12 @@
 
 Usage::
 
-    python -m connect_zero_pipeline curve [--run ID] [--project DIR] [--times]
+    python -m connect_zero_pipeline curve [--run ID] [--project DIR] [--times] [--json]
 
 Prints which run it shows first (its id, pipelines, generations, start, and the model it
 started from, as resolved when it began: run, generation, registered version), then reads
-the per-generation metric files of one run
-(``data/08_reporting/gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID``
+the per-generation metric files of one run (:mod:`..run.outputs`, where the catalog puts
+them: ``data/08_reporting/gen_XXX/{eval,selfplay,train}_metrics.json/<ID>/``): the run ``ID``
 (see ``data/runs``), by default the newest run with a learning curve (a partial run, one
 of ``--from-nodes`` or ``--namespaces``, has the generations it made; an export or a ladder
 has none, and an earlier run is shown), or, in a project whose runs predate manifests, the
@@ -19,23 +19,20 @@ and evaluation, and their running sum. The table in ``docs/results.md`` is this 
 ``--times`` adds when each generation's model and its scorecard were written, in seconds
 since the run started: with ``alphazero.overlap`` the stages overlap, so the running sum is
 not the wall time, and a scorecard is written after the next generations' models.
+``--json`` prints the same generations as one JSON object a line (every metric under its
+own name, :func:`..run.outputs.generation_rows`), for scripts.
 """
 
 from __future__ import annotations
 
-import datetime
+import json
 from pathlib import Path
 
 import click
 
 from ..common.naming import generation_name, pipeline_label
-from ..run.manifest import (
-    curve_generations,
-    generation_metrics,
-    known_runs,
-    newest_curve_run,
-    read_manifest,
-)
+from ..run.manifest import known_runs, read_manifest
+from ..run.outputs import curve_generations, generation_rows, newest_curve_run
 from .runs import PROJECT
 
 COLUMNS = [
@@ -71,22 +68,8 @@ def _cell(value, key: str) -> str:
     return f"{value:.3f}"
 
 
-WRITTEN = (
-    ("model at s", "data/06_models/{gen}/model.pt/{run}/model.pt"),
-    ("scorecard at s", "data/08_reporting/{gen}/eval_metrics.json/{run}/eval_metrics.json"),
-)
-"""``--times``: the columns, and the files whose times they read."""
-
-
-def _started(project: Path, run_id: str | None) -> float | None:
-    """When run ``run_id`` started (its manifest's ``started``), as a POSIX time."""
-    if run_id is None or run_id not in known_runs(project):
-        return None
-    started = read_manifest(project, run_id).get("started")
-    try:
-        return datetime.datetime.strptime(started, "%Y-%m-%dT%H:%M:%S%z").timestamp()
-    except (TypeError, ValueError):
-        return None
+WRITTEN = (("model at s", "model_at_s"), ("scorecard at s", "scorecard_at_s"))
+"""``--times``: the columns, and :func:`..run.outputs.generation_rows`' keys they read."""
 
 
 def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
@@ -94,27 +77,19 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     column with no value in any generation (a run made before its metric, or self-play not
     compiled) is left out. ``times``: when each generation's model and scorecard were
     written, seconds since the run started."""
-    columns = COLUMNS + ([(title, None) for title, _ in WRITTEN] if times else [])
-    start = _started(project, run_id) if times else None
+    columns = COLUMNS + (list(WRITTEN) if times else [])
     rows = []
     so_far = 0.0
-    for k in curve_generations(project, run_id):
-        stages = {
-            s: generation_metrics(project, k, s, run_id) for s in ("eval", "selfplay", "train")
-        }
-        flat = dict(stages["eval"])
-        for stage in ("selfplay", "train"):
-            flat.update({f"{stage}.{key}": v for key, v in (stages[stage] or {}).items()})
-        cells = [str(k)]
+    scored = set(curve_generations(project, run_id))
+    for flat in generation_rows(project, run_id, times):
+        if flat["generation"] not in scored:  # a model whose scorecard has not come yet
+            continue
+        cells = [str(flat["generation"])]
         timed = [flat.get(key) for key in TIMED]
         so_far = None if so_far is None or None in timed else so_far + sum(timed)
         for title, key in columns[1:]:
             if title == "s so far":
                 cells.append(_cell(so_far, "seconds"))
-            elif title in dict(WRITTEN):
-                path = project / dict(WRITTEN)[title].format(gen=generation_name(k), run=run_id)
-                at = path.stat().st_mtime - start if start and path.is_file() else None
-                cells.append(_cell(at, "seconds"))
             elif title == "begin / middle / end":
                 cells.append(
                     " / ".join(
@@ -125,10 +100,7 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
                 cells.append(_cell(flat.get(key), key))
         rows.append(cells)
     if not rows:  # an export or a ladder: it made no generation
-        raise click.ClickException(
-            f"no generation metrics of run {run_id or '(latest)'} under {project}/data: it "
-            "made no generation (python -m connect_zero_pipeline runs lists the runs)"
-        )
+        raise _no_generations(project, run_id)
     shown = [i for i in range(len(columns)) if i == 0 or any(r[i] != "-" for r in rows)]
     header = "| " + " | ".join(columns[i][0] for i in shown) + " |"
     rule = "|" + "---|" * len(shown)
@@ -136,18 +108,34 @@ def curve_table(project: Path, run_id: str | None, times: bool = False) -> str:
     return "\n".join([header, rule, *body])
 
 
+def _no_generations(project: Path, run_id: str | None) -> click.ClickException:
+    return click.ClickException(
+        f"no generation metrics of run {run_id or '(latest)'} under {project}/data: it "
+        "made no generation (python -m connect_zero_pipeline runs lists the runs)"
+    )
+
+
 @click.command()
 @click.option("--run", "run_id", default=None, help="A run id (default: the newest run with a "
               "learning curve).")  # fmt: skip
 @click.option("--times", is_flag=True, help="Add when each generation's model and scorecard "
               "were written (seconds since the run started).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="One JSON object a generation, every "
+              "metric under its own name (for scripts), in place of the heading and table.")  # fmt: skip
 @PROJECT
-def curve(run_id: str | None, project: Path, times: bool) -> None:
+def curve(run_id: str | None, project: Path, times: bool, as_json: bool) -> None:
     """Print a run's learning curve (per-generation metrics) as a Markdown table."""
     chosen = "--run"
     if run_id is None:
         run_id = newest_curve_run(project)  # a later ladder or export run has no generations
         chosen = "the newest run with a learning curve; --run <id> shows another"
+    if as_json:
+        rows = generation_rows(project, run_id, times)
+        if not rows:
+            raise _no_generations(project, run_id)
+        for row in rows:
+            click.echo(json.dumps({"run_id": run_id, **row}, sort_keys=True))
+        return
     click.echo(run_heading(project, run_id, chosen))
     click.echo(curve_table(project, run_id, times))
 

@@ -5,7 +5,9 @@ it, unless asked to merge softly. Parameters here merge key by key: an env
 (``--env gpu``) overrides only the keys its files name, and the rest of the
 recipe in ``conf/base`` stays. ``settings.py`` hands these arguments to Kedro;
 :func:`load_parameters` reads the same configuration outside a session (the
-pipeline registry under kedro-viz, tests, notebooks).
+pipeline registry under kedro-viz, tests, notebooks). :func:`env_params` reads one env's
+own keys as ``--params`` (:func:`params_text`), so that they can go over another env: the
+tests and ``scripts/gpu_check.py`` run ``conf/tiny`` so.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kedro.config import OmegaConfigLoader
 
 from .project import in_project
@@ -45,6 +48,43 @@ def load_parameters(
         conf_source=str(conf_source), env=env, runtime_params=runtime_params, **CONFIG_LOADER_ARGS
     )
     return dict(loader["parameters"])
+
+
+def env_params(conf_source: str | Path, env: str) -> dict[str, Any]:
+    """The keys env ``env`` of ``conf_source`` names, flat (``{"selfplay.mcts.sims": 2}``),
+    as its ``parameters*.yml`` files write them: ``kedro run --params`` with them over another
+    env (or over ``base``) runs what ``--env <env>`` runs."""
+    files = sorted((Path(conf_source) / env).glob("parameters*.yml"))
+    if not files:
+        raise FileNotFoundError(f"no parameters*.yml in {Path(conf_source) / env}")
+    flat: dict[str, Any] = {}
+
+    def walk(node: dict, prefix: str) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict) and value:
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[f"{prefix}{key}"] = value
+
+    for path in files:
+        walk(yaml.safe_load(path.read_text()) or {}, "")
+    return flat
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """``kedro run --params`` text of flat ``params``: ``a.b=1,c=[2,3],d=null,e=true``
+    (OmegaConf's words for None and booleans; a list in brackets)."""
+
+    def text(value: Any) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return "[" + ",".join(text(v) for v in value) + "]"
+        return str(value)
+
+    return ",".join(f"{key}={text(value)}" for key, value in params.items())
 
 
 @contextlib.contextmanager

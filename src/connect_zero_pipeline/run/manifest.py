@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..common.naming import DEFAULT_PIPELINE, generation_name, parse_step, pipeline_names
+from ..common.naming import DEFAULT_PIPELINE, pipeline_names
 from ..core.files import atomic_path, staging_path
 
 RUN_ID = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
@@ -142,42 +142,3 @@ def claim_manifest(root: Path, manifest: dict[str, Any]) -> str:
             manifest["run_id"] = next_run_id(manifest["run_id"])
         finally:
             tmp.unlink(missing_ok=True)
-
-
-def curve_generations(project: Path, run_id: str | None) -> list[int]:
-    """The generations of run ``run_id`` (None: of any run) with a scorecard
-    (``gen_XXX/eval_metrics.json``), in order: every generation of a whole run, those a
-    partial run made (``--from-nodes``, ``--namespaces``), none for an export or a ladder."""
-    found = []
-    for folder in (Path(project) / "data" / "08_reporting").glob("gen_*/eval_metrics.json"):
-        step = parse_step(folder.parent.name)
-        if step and generation_metrics(project, step[1], "eval", run_id) is not None:
-            found.append(step[1])
-    return sorted(found)
-
-
-def newest_curve_run(project: Path) -> str | None:
-    """The newest run of ``project`` with a learning curve (:func:`curve_generations`), or
-    None."""
-    return next((r for r in reversed(known_runs(project)) if curve_generations(project, r)),
-                None)  # fmt: skip
-
-
-def generation_metrics(project: Path, generation: int, stage: str, run_id: str | None
-                       ) -> dict | None:  # fmt: skip
-    """Generation ``generation``'s ``<stage>_metrics.json`` of run ``run_id`` (None: the newest
-    version), or None when there is none."""
-    folder = (
-        Path(project)
-        / "data"
-        / "08_reporting"
-        / generation_name(generation)
-        / f"{stage}_metrics.json"
-    )
-    if not folder.is_dir():
-        return None
-    versions = sorted(p.name for p in folder.iterdir() if (p / folder.name).is_file())
-    version = run_id if run_id is not None else (versions[-1] if versions else None)
-    if version is None or version not in versions:
-        return None
-    return json.loads((folder / version / folder.name).read_text())

@@ -4,7 +4,7 @@
 from its outputs in the catalog (pinned to the run's version by :mod:`.run.pinning`, so a
 resumed run whose last nodes were skipped reads the same files); the one figure from
 outside the run, the evaluation of the model a ``start_from`` run started from, it reads
-from that run's metric file (:func:`.run.manifest.generation_metrics`). It prints the
+from that run's metric file (:func:`.run.outputs.generation_metrics`). It prints the
 summary and logs it to the MLflow parent run as ``summary.md``. The text itself is
 :func:`render`, a pure function.
 """
@@ -37,7 +37,7 @@ from ..core.config import values
 from ..core.config.evaluation import STRENGTH_BUCKETS
 from ..core.ratings import ratings_table
 from ..params.schema import SCHEMA, RunParams
-from ..run.manifest import generation_metrics
+from ..run.outputs import generation_metrics
 from ..tracking.registry import CHAMPION, REGISTERED_MODEL, run_model_version
 from ..tracking.store import MLFLOW_PORT, run_url, serving_port, sqlite_path
 

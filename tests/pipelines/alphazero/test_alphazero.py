@@ -12,26 +12,17 @@ from kedro.framework.project import pipelines
 
 from connect_zero_pipeline.run.manifest import known_runs, read_manifest
 from connect_zero_pipeline.tracking.store import runs_view
-from tests.helpers import REPO, command, latest, mlflow_client, run_kedro, versions
+from tests.helpers import (
+    FINISHED_RUN,
+    REPO,
+    command,
+    latest,
+    mlflow_client,
+    run_kedro,
+    versions,
+)
 
-TINY = {
-    "alphazero.num_generations": 2,
-    "train.buffer_gens": 2,
-    "model.preset": None,
-    "model.arch": {"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8},
-    "selfplay.num_games": 8,
-    "selfplay.mcts.sims": 4,
-    "selfplay.moves_per_gen": 42,  # every slot finishes a game
-    "selfplay.node.device": "cpu",
-    "selfplay.node.workers": 1,  # in this process (the worker pool: tests/executors)
-    "train.samples_per_position": 1.0,
-    "train.batch_size": 32,
-    "train.node.device": "cpu",
-    "evaluate.num_games": 20,
-    "evaluate.mcts.sims": 2,
-    "evaluate.previous.num_games": 10,
-    "evaluate.node.device": "cpu",
-}
+TINY = FINISHED_RUN  # conf/tiny, 2 generations
 
 
 @pytest.fixture
@@ -71,7 +62,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
         assert child.info.status == "FINISHED", name
     gen2 = children["gen_002"]
     assert 0.0 <= gen2.data.metrics["solver.acc"] <= 1.0
-    # MLflow holds the catalog's figures, and the rates count whole games: 20 against the
+    # MLflow holds the catalog's figures, and the rates count whole games against the
     # punisher, half of them as the first player.
     evaluated = json.loads(
         latest(project, "data/08_reporting/gen_002/eval_metrics.json").read_text()
@@ -81,11 +72,12 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     for agent in ("punisher.policy", "punisher.mcts"):
         rates = [evaluated[f"{agent}.{outcome}_rate"] for outcome in ("win", "draw", "loss")]
         assert sum(rates) == pytest.approx(1.0), agent
-        assert all(rate * 20 == pytest.approx(round(rate * 20)) for rate in rates), agent
+        games = TINY["evaluate.num_games"]
+        assert all(rate * games == pytest.approx(round(rate * games)) for rate in rates), agent
         halves = (evaluated[f"{agent}.win_rate_first"] + evaluated[f"{agent}.win_rate_second"]) / 2
         assert evaluated[f"{agent}.win_rate"] == pytest.approx(halves), agent
     assert gen2.data.metrics["train.loss"] > 0
-    assert gen2.data.params["selfplay.mcts.sims"] == "4"
+    assert gen2.data.params["selfplay.mcts.sims"] == str(TINY["selfplay.mcts.sims"])
     history = client.get_metric_history(parent.info.run_id, "solver.acc")
     assert sorted(m.step for m in history) == [1, 2]
     # The headline metrics again under headline/: the first chart section of the parent.
@@ -112,11 +104,13 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     clock = run_id.split("T")[1]
     # What differs between runs first (its --params, the seeds first): the runs list shows
     # 17 characters of a name.
+    named = sorted(TINY)[:3]  # its --params in order (no seed among them), then how many more
     assert parent.info.run_name == (
-        "alphazero.num_generations=2 evaluate.mcts.sims=2 evaluate.node.device=cpu +16 "
-        f"alphazero {clock[:8].replace('.', ':')}"
+        " ".join(f"{key}={TINY[key]}" for key in named)
+        + f" +{len(TINY) - 3} alphazero {clock[:8].replace('.', ':')}"
     )
-    assert parent.data.params["selfplay.mcts.sims"] == "4" and "selfplay" not in parent.data.params
+    assert parent.data.params["selfplay.mcts.sims"] == str(TINY["selfplay.mcts.sims"])
+    assert "selfplay" not in parent.data.params
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     assert exp.tags["mlflow.sharedViewState.connect-zero"] == runs_view()[1]
 
@@ -217,6 +211,8 @@ def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkey
     runs = client.search_runs([exp.experiment_id])
     clock = run_id.split("T")[1]  # the parent keeps the name of the run's start
     (name,) = [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    assert name.endswith(f" +16 alphazero {clock[:8].replace('.', ':')}")  # not "resume=..."
+    assert name.endswith(
+        f" +{len(TINY) - 3} alphazero {clock[:8].replace('.', ':')}"
+    )  # not "resume=..."
     assert [r.info.run_name for r in runs].count("gen_002") == 1
     assert {r.info.status for r in runs} == {"FINISHED"}

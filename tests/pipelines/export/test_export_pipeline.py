@@ -29,13 +29,7 @@ NO_POSITIONS = pd.DataFrame()  # the node fails before it reads the solver set
 
 @pytest.fixture
 def project(pons_project):
-    """``kedro_project`` with an absolute MLflow URI: MLflow caches stores and engines by
-    URI, so the relative ``sqlite:///mlflow.db`` would reach the database of whichever
-    project used it first in this process."""
-    db = pons_project / "mlflow.db"
-    (pons_project / "conf/local/mlflow.yml").write_text(
-        f"server:\n  mlflow_tracking_uri: sqlite:///{db}\n  mlflow_registry_uri: sqlite:///{db}\n"
-    )
+    """``pons_project``, whose MLflow store ``make_project`` pinned by absolute path."""
     return pons_project
 
 

@@ -7,8 +7,7 @@ import pytest
 
 from connect_zero_pipeline.core.labelling import SolvedCache
 from connect_zero_pipeline.run.manifest import known_runs
-from tests.helpers import mlflow_client, run_kedro, versions
-from tests.pipelines.alphazero.test_alphazero import TINY
+from tests.helpers import FINISHED_RUN, mlflow_client, run_kedro, versions
 
 LADDER = {
     "ladder.every": 1,
@@ -33,7 +32,7 @@ def _cache_rows(project) -> int:
 
 @pytest.mark.slow
 def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, capsys):
-    run_kedro(pons_project, "alphazero", TINY)
+    run_kedro(pons_project, "alphazero", FINISHED_RUN)
     (run_id,) = known_runs(pons_project)
     capsys.readouterr()
     run_kedro(pons_project, "ladder", LADDER)

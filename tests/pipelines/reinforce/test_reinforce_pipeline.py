@@ -9,20 +9,10 @@ import pytest
 from kedro.io.core import Version
 
 from connect_zero_pipeline.datasets.state_dataset import TorchStateDataset
+from tests import helpers
 from tests.helpers import latest, mlflow_client, run_kedro, versions
 
-TINY = {
-    "reinforce.num_chunks": 2,
-    "reinforce.model.preset": None,
-    "reinforce.model.arch": {"arch": "mlp", "hidden": [16]},
-    "reinforce.train.games_per_batch": 16,
-    "reinforce.train.batches_per_chunk": 2,
-    "reinforce.train.opponent": "self",
-    "reinforce.train.node.device": "cpu",
-    "reinforce.evaluate.num_games": 200,
-    "reinforce.evaluate.diversity_games": 20,
-    "reinforce.evaluate.node.device": "cpu",
-}
+TINY = {k: v for k, v in helpers.TINY.items() if k.startswith("reinforce.")}  # conf/tiny's
 
 
 @pytest.fixture
