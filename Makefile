@@ -9,6 +9,7 @@
 #               extends a finished run to 40 generations in the same run, PARAMS=*.node.*
 #               changes only where a stage runs (workers, device)
 #   make test   same set-up, then ruff and pytest
+#   make test-rehearsal  the GPU machine's rehearsal (CI runs it after make test)
 #   make web    fetch the play page's pinned onnxruntime-web with npm (part of setup)
 #
 # Views of a finished run (no activation of .venv needed):
@@ -31,7 +32,7 @@ EXTRAS      ?= dev,ray,book
 export DO_NOT_TRACK := 1
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup run quick resume test browser lint format bench viz viz-full mlflow serve play play-cli clean-venv web
+.PHONY: setup run quick resume test test-rehearsal browser lint format bench viz viz-full mlflow serve play play-cli clean-venv web
 
 setup: $(VENV)/.installed web
 
@@ -87,7 +88,15 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: setup browser
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 \
+	  -m "not rehearsal"
+
+# The GPU machine's rehearsal (tests marked rehearsal): scripts/gpu_check.sh --tiny from a bundle
+# and a copy without git-ignored files (about 3 minutes), and the bundle's real resolution
+# against the package index. CI runs it after make test (.ci/run); make test reads a
+# recorded resolution instead.
+test-rehearsal: setup
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m rehearsal --durations=5
 
 # The play page's tests drive Debian's chromium. Missing, it is installed here when this
 # user may (root, or password-less sudo); otherwise one line says what to run, before any

@@ -225,6 +225,13 @@ def resolved(dest: Path, asked: list, resolve_now) -> list[dict]:
     return installs
 
 
+def bundle_of(installs: list[dict], machine: dict[str, str]) -> tuple[dict, dict]:
+    """``(needed, lacking)``, ``{name: version}`` each: every resolved package, and those of
+    them the machine lacks (torch never: the machine has its own build)."""
+    needed = {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
+    return needed, {n: v for n, v in needed.items() if n not in machine and n != "torch"}
+
+
 def wheel_name(path: Path) -> str:
     return canonical(path.name.split("-")[0])
 
@@ -278,8 +285,7 @@ def main(argv: list[str]) -> int:
     pip = pip_command()
     installs = resolved(dest, [reqs, machine, target], lambda: _resolve(pip, reqs, machine,
                                                                           target, args.python))  # fmt: skip
-    needed = {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
-    lacking = {n: v for n, v in needed.items() if n not in machine and n != "torch"}
+    needed, lacking = bundle_of(installs, machine)
     dest.mkdir(parents=True, exist_ok=True)
     others = sorted(w.name for w in dest.glob("*.whl") if wheel_name(w) not in lacking)
     if others:

@@ -275,6 +275,9 @@ def model_digest(path: Path) -> str:
 
 
 FINISHED_RUN = {**TINY_CLI, "alphazero.num_generations": 2}
+"""The suite's finished run (conftest's ``finished_run``): conf/tiny, 2 generations."""
+FINISHED_LOG = "run.log"
+"""The finished run's output (stdout: its summary), beside its project."""
 
 
 def copy_project(source: Path, target: Path) -> Path:
@@ -377,3 +380,44 @@ def heavy_imports(stderr: str) -> set[str]:
     names = {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
              if line.startswith("import time:") and "|" in line}  # fmt: skip
     return {name for name in names if name in HEAVY}
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - out
+        out |= frontier
+    return out
+
+
+def survivors(pids: set[int], bound: float = 60.0) -> set[int]:
+    """Wait for each of ``pids`` to exit (a pidfd turns readable at its exit); those still
+    running after ``bound`` seconds, a bound that only keeps a broken program from hanging
+    the suite."""
+    import contextlib
+    import select
+    import time
+
+    fds = {}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # already gone (and reaped)
+            fds[os.pidfd_open(pid)] = pid
+    try:
+        waiting = set(fds)
+        end = time.monotonic() + bound
+        while waiting and (left := end - time.monotonic()) > 0:
+            ready, _, _ = select.select(list(waiting), [], [], left)
+            waiting -= set(ready)
+        return {fds[fd] for fd in waiting}
+    finally:
+        for fd in fds:
+            os.close(fd)

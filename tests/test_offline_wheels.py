@@ -5,12 +5,16 @@ FREEZE is shaped like the lent GPU machine's (``tests/data/gpu_freeze.txt``: Pyt
 image's packages, pyarrow too new for MLflow). The bundle holds only what that machine lacks,
 wheels for its Python and its manylinux tags, no kedro-viz, and the machine's too-new
 pyarrow is reported by name, not a resolution failure. The target's wheels exist only on the
-package index (cp312 builds), so this test reads it; ``tests/pipelines/alphazero/
+package index (cp312 builds), so the real resolution and download reads it: a rehearsal
+(``make test-rehearsal``, which CI runs). ``make test`` checks the same bundle's logic on a
+recorded answer of that resolution (:data:`RECORDED`); ``tests/pipelines/alphazero/
 test_gpu_envs.py`` installs a bundle with no index at all.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -24,6 +28,12 @@ from tests.helpers import REPO
 
 FREEZE = REPO / "tests/data/gpu_freeze.txt"
 FREEZE_H200 = REPO / "tests/data/gpu_freeze_h200.txt"
+RECORDED = REPO / "tests/data/gpu_resolution.json"
+"""The real resolution's record (the ``.resolution.json`` a download leaves in its folder) for
+both machines, made 2026-11-29 by ``scripts/offline_wheels.sh download --have
+tests/data/gpu_freeze.txt --have tests/data/gpu_freeze_h200.txt --python 3.12 DIR``: 123
+packages, of which the machines lack 60. Made again the same way when the project's
+dependencies change (the rehearsal's test makes the same resolution)."""
 
 
 def _names(freeze) -> set[str]:
@@ -45,7 +55,44 @@ def _target_tags() -> set[Tag]:
             *compatible_tags((3, 12), "cp312", platforms)}  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def offline_wheels():
+    spec = importlib.util.spec_from_file_location(
+        "offline_wheels", REPO / "scripts/offline_wheels.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_recorded_resolution_bundles_what_the_machines_lack(offline_wheels):
+    """The bundle's logic on a real resolution's record, with no package index: what the
+    machines have is held and left out, what they lack is bundled, a version outside a
+    range is named."""
+    installs = json.loads(RECORDED.read_text())["installs"]
+    first, second = offline_wheels.have(FREEZE), offline_wheels.have(FREEZE_H200)
+    machine = {n: v for n, v in first.items() if n in second}  # what both have, as main reads it
+    needed, lacking = offline_wheels.bundle_of(installs, machine)
+    assert {"kedro", "kedro-datasets", "kedro-mlflow", "mlflow"} <= set(lacking)
+    assert not set(lacking) & set(machine) and "torch" not in lacking
+    assert {"pydantic", "pydantic-core", "tzdata"} <= set(lacking) - _names(FREEZE_H200)
+    assert "kedro-viz" not in needed and "plotly" not in needed  # a run needs no viz
+    assert not any(n.startswith("nvidia") for n in needed)
+    # The machine's versions that every requirement accepts are the resolved ones (held).
+    held = offline_wheels.held(installs, machine, "3.12")
+    assert {"numpy", "pandas"} <= set(held)
+    assert all(needed[n] == machine[n] for n in held)
+    said = offline_wheels.conflicts(installs, machine, "3.12")
+    assert any(re.fullmatch(r"pyarrow 26\.0\.1 on the machine; mlflow \S+ wants \S*<26\S*: may "
+                            r"fail at import", line) for line in said), said  # fmt: skip
+    assert "pyarrow" not in held  # rejected: never pinned into a failure
+    reqs = {offline_wheels.requirement_name(r) for r in offline_wheels.requirements(False, False)}
+    assert "torch" not in reqs and "kedro-viz" not in reqs and "kedro" in reqs
+    assert {offline_wheels.canonical(i["metadata"]["name"]) for i in installs} >= reqs
+
+
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_a_bundle_for_the_gpu_machines_as_they_are(tmp_path):
     # Both lent images: the bundle holds what either lacks (the H200's has no pydantic).
     machine = _names(FREEZE) & _names(FREEZE_H200)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import select
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +14,6 @@ import torch
 
 from tests.helpers import (
     IMPORT_TIMES,
-    TINY_CLI,
-    cli_params,
     files_under,
     heavy_imports,
     kedro_cli,
@@ -62,87 +57,6 @@ def test_every_config_is_checked_in_process_too(kedro_project):
     with pytest.raises(ValueError, match=r"selfplay\.mcts\.sims must be an integer, got 'many'"):
         run_kedro(kedro_project, "alphazero", {"selfplay.mcts.sims": "many"})
     assert store_untouched(kedro_project)
-
-
-# ---------------------------------------------------------------------------
-# Workers die with their parent
-# ---------------------------------------------------------------------------
-
-
-def _children(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out, frontier = set(), {pid}
-    while frontier:
-        frontier = {c for c, p in parents.items() if p in frontier} - out
-        out |= frontier
-    return out
-
-
-def _wait_for_children(proc, count: int) -> set[int]:
-    """``proc``'s descendants once there are ``count`` of them, or those left when its output
-    ends (it exited). Its output is read meanwhile, in slices of at most 50 ms, so that a
-    full pipe never stalls it."""
-    while len(found := _children(proc.pid)) < count:
-        if select.select([proc.stdout], [], [], 0.05)[0] and not proc.stdout.readline():
-            return found
-    return found
-
-
-def _survivors(pids: set[int], bound: float = 60.0) -> set[int]:
-    """Wait for each of ``pids`` to exit (a pidfd turns readable at its exit); those still
-    running after ``bound`` seconds, a bound that only keeps a broken program from hanging
-    the suite."""
-    fds = {}
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):  # already gone (and reaped)
-            fds[os.pidfd_open(pid)] = pid
-    try:
-        waiting = set(fds)
-        end = time.monotonic() + bound
-        while waiting and (left := end - time.monotonic()) > 0:
-            ready, _, _ = select.select(list(waiting), [], [], left)
-            waiting -= set(ready)
-        return {fds[fd] for fd in waiting}
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_self_play_workers_die_when_kedro_is_killed(pons_project):
-    params = {
-        **TINY_CLI,
-        "selfplay.node.workers": 2,
-        "selfplay.num_games": 64,
-        "selfplay.mcts.sims": 16,
-        "selfplay.moves_per_gen": 400,  # minutes of self-play: killed long before the end
-        "alphazero.num_generations": 1,
-    }
-    proc = kedro_cli(pons_project, "run", "--params", cli_params(params), wait=False)
-    # multiprocessing's resource tracker and two pool workers, at whatever point of their
-    # start-up: a worker whose parent is already gone when its initializer runs exits there.
-    workers = _wait_for_children(proc, 3)
-    assert proc.poll() is None and len(workers) >= 3, f"no workers seen: {workers}"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    survivors = _survivors(workers)
-    for p in survivors:  # do not leave them behind either way
-        os.kill(p, signal.SIGKILL)
-    # The output's end, once every process that held it has gone: the resource tracker
-    # removed the pool's semaphores without a "leaked semaphore objects" warning.
-    rest = proc.stdout.read()
-    proc.stdout.close()
-    assert survivors == set(), f"workers outlived the killed kedro process: {survivors}"
-    assert "resource_tracker" not in rest and "leaked" not in rest, rest[-2000:]
 
 
 # ---------------------------------------------------------------------------

@@ -26,17 +26,18 @@ from tests.helpers import (
     TINY_CLI,
     cli_params,
     copy_project,
+    descendants,
     files_under,
     kedro_cli,
     mlflow_client,
     model_digest,
     store_untouched,
+    survivors,
     versions,
     wait_for_line,
 )
 
-# The tests that copy the session's shared finished run are this module's: make test's
-# pytest -n --dist loadfile runs them in one worker, so that the run is made once.
+# Most of these copy the suite's shared finished run (conftest's finished_run, made once).
 pytestmark = pytest.mark.slow
 SHM = Path("/dev/shm")
 
@@ -51,24 +52,32 @@ def _run_file(project: Path, relpath: str, run_id: str) -> Path:
     return project / relpath / run_id / Path(relpath).name
 
 
-def _kill_at(project: Path, args: tuple[str, ...], line: str, group: bool = False) -> set[str]:
-    """Start ``kedro <args>`` in ``project`` and kill it (SIGKILL) once it prints ``line``: the
-    process, or with ``group`` its whole process group (its workers and multiprocessing's
-    resource tracker too). Returns the semaphores in /dev/shm it had open."""
-    proc = kedro_cli(project, *args, wait=False, terminal=group)
+def _kill_at(project: Path, args: tuple[str, ...], line: str) -> tuple[set[str], set[int]]:
+    """Start ``kedro <args>`` in ``project`` and kill it alone (SIGKILL: the OOM killer, a
+    ``kill -9``) once it prints ``line``. Every process it started (self-play's workers,
+    multiprocessing's resource tracker) must then exit by itself, without a "leaked
+    semaphore" warning (``executors.lifetime``). Returns the semaphores in /dev/shm it had
+    open and the processes it had started."""
+    proc = kedro_cli(project, *args, wait=False)
     held: set[str] = set()
+    started: set[int] = set()
     try:
         wait_for_line(proc, line)
         inodes = open_inodes(SHM, [proc.pid])
         held = {p.name for p in SHM.glob("sem.mp-*") if p.stat().st_ino in inodes}
+        started = descendants(proc.pid)
     finally:
-        if group:
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            os.kill(proc.pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        proc.stdout.close()
-    return held
+    left = survivors(started)
+    for pid in left:  # do not leave them behind either way
+        os.kill(pid, signal.SIGKILL)
+    # The output's end, once every process that held it has gone.
+    rest = proc.stdout.read()
+    proc.stdout.close()
+    assert left == set(), f"processes outlived the killed kedro process: {left}"
+    assert "resource_tracker" not in rest and "leaked" not in rest, rest[-2000:]
+    return held, started
 
 
 def _snapshot(project: Path) -> dict[str, bytes]:
@@ -94,14 +103,12 @@ def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> Non
 def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_path):
     source, earlier_id = finished_run
     project = copy_project(source, tmp_path / "project")  # it already holds a finished run
-    # The same recipe: only the run ids tell them apart (its self-play on two worker processes
-    # changes where it plays, not what). Killed with its whole group: the resource tracker that
-    # would have removed its semaphores dies too.
+    # The same recipe: only the run ids tell them apart (its self-play on two worker processes,
+    # kept between generations, changes where it plays, not what). Killed alone: its workers
+    # and the resource tracker go by themselves (_kill_at).
     params = cli_params({**FINISHED_RUN, "selfplay.node.workers": 2})
-    held = _kill_at(project, ("run", "--params", params), "Generation 2 training on", group=True)
-    # It held semaphores, which the kill left behind. (Whether they are still there now is
-    # not asked: any run that starts meanwhile, another test's, removes the dead ones.)
-    assert held
+    held, started = _kill_at(project, ("run", "--params", params), "Generation 2 training on")
+    assert held and len(started) >= 3  # the pool's semaphores; 2 workers and the tracker
     (run_id,) = set(known_runs(project)) - {earlier_id}
     killed = read_manifest(project, run_id)
     assert killed["status"] == "running"  # killed: it could not record its end
@@ -113,7 +120,7 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     # The resume names only the run: its --params come from the run's manifest.
     resumed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert not [name for name in held if (SHM / name).exists()]  # gone: a run's start removes them
+    assert not [name for name in held if (SHM / name).exists()]  # gone (the tracker, or a start)
     _assert_own_lineage(project, run_id, 2)
     start = _run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet", run_id)
     assert pd.read_parquet(start).empty  # started from scratch: generation 0 has no games
@@ -133,7 +140,12 @@ def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_
     parent = next(p for p in parents if p.data.tags["run_id"] == run_id)
     assert parent.info.run_id == manifest["mlflow_run_id"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    # Its killed gen_002 child reopened, not doubled; the parent keeps the name of the run's
+    # start (its --params and start time), not "resume=...".
     assert sorted(c.info.run_name for c in children) == ["gen_000", "gen_001", "gen_002"]
+    clock = run_id.split("T")[1][:8].replace(".", ":")
+    assert parent.info.run_name.endswith(f" alphazero {clock}"), parent.info.run_name
+    assert "resume" not in parent.info.run_name
 
     # Resuming a finished run again finds nothing to do: the extension test below.
 

@@ -1,4 +1,5 @@
-"""A tiny end-to-end AlphaZero run: versioned outputs, MLflow parent/child runs, resume."""
+"""A tiny end-to-end AlphaZero run: versioned outputs, MLflow parent/child runs, the summary,
+reruns of parts of it (a failed run resumed: tests/reliability)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from kedro.framework.project import pipelines
 
-from connect_zero_pipeline.run.manifest import known_runs, read_manifest
+from connect_zero_pipeline.run.manifest import known_runs
 from connect_zero_pipeline.tracking.store import runs_view
 from tests.helpers import (
+    FINISHED_LOG,
     FINISHED_RUN,
     REPO,
     command,
+    copy_project,
     latest,
     mlflow_client,
     run_kedro,
@@ -25,19 +27,14 @@ from tests.helpers import (
 TINY = FINISHED_RUN  # conf/tiny, 2 generations
 
 
-@pytest.fixture
-def project(pons_project):
-    return pons_project
-
-
 @pytest.mark.slow
-def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
-    run_kedro(project, "alphazero", TINY)
-    summary = capsys.readouterr().out
-    assert {p.name for p in pipelines["alphazero"].nodes} >= {
-        "gen_002.evaluate",
-        "gen_000.init_model",
-    }
+def test_two_generations_end_to_end_with_mlflow_children(finished_run, tmp_path, monkeypatch):
+    """The suite's finished run (a real ``kedro run`` of conf/tiny, 2 generations): its files,
+    its MLflow parent and children, its summary; then, in a copy, reruns of parts of it."""
+    source, _ = finished_run
+    summary = (source.parent / FINISHED_LOG).read_text()  # what the run printed
+    project = copy_project(source, tmp_path / "project")
+    monkeypatch.chdir(project)
     assert not (project / "data/06_models/gen_002/candidate.pt").exists()  # no gate: the model
     for rel in [
         "data/06_models/gen_000/model.pt",
@@ -97,7 +94,6 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
                      re.M)  # fmt: skip
     artifacts = [a.path for a in client.list_artifacts(gen2.info.run_id, "model")]
     assert "model/model.pt" in artifacts
-    assert mlflow.active_run() is None  # the run stack is left clean
 
     # The parent: named by what it is, flat parameters, the model-training view.
     (run_id,) = known_runs(project)
@@ -131,6 +127,7 @@ def test_two_generations_end_to_end_with_mlflow_children(project, capsys):
     assert f"`python -m connect_zero_pipeline curve --run {run_id}`" in summary
     _execute_notebook(project)
     _partial_runs_have_their_curves(project, run_id)
+    assert mlflow.active_run() is None  # in-process runs leave the run stack clean
 
 
 def _partial_runs_have_their_curves(project, whole: str) -> None:
@@ -170,49 +167,3 @@ def _execute_notebook(project):
         o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
     )
     assert "gen_002, game" in outputs and "plays column" in outputs
-
-
-@pytest.mark.slow
-def test_a_run_killed_mid_generation_resumes_without_overwriting(project, monkeypatch):
-    from connect_zero_pipeline.pipelines.alphazero import nodes as train_nodes
-
-    real = train_nodes.train_model
-
-    def dies_in_generation_2(*args, progress=(0.0, 1.0), **kwargs):
-        if progress[0] > 0:
-            raise RuntimeError("simulated crash during gen_002.train")
-        return real(*args, progress=progress, **kwargs)
-
-    monkeypatch.setattr(train_nodes, "train_model", dies_in_generation_2)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        run_kedro(project, "alphazero", TINY)
-    assert mlflow.active_run() is None
-    first_gen1 = versions(project, "data/06_models/gen_001/model.pt")
-    assert len(first_gen1) == 1
-    assert len(versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
-    assert versions(project, "data/06_models/gen_002/model.pt") == []
-
-    client = mlflow_client(project)
-    exp = client.get_experiment_by_name("connect_zero_pipeline")
-    failed = client.search_runs([exp.experiment_id], "attributes.run_name = 'gen_002'")
-    assert [r.info.status for r in failed] == ["FAILED"]
-
-    monkeypatch.setattr(train_nodes, "train_model", real)
-    (run_id,) = known_runs(project)  # the failed run, resumed by its id
-    run_kedro(project, "alphazero", {**TINY, "resume": run_id}, only_missing_outputs=True)
-    # Finished generations were skipped: still exactly one version, the same one.
-    assert versions(project, "data/06_models/gen_001/model.pt") == first_gen1
-    assert len(versions(project, "data/05_model_input/selfplay/gen_002/games.parquet")) == 1
-    assert len(versions(project, "data/06_models/gen_002/model.pt")) == 1
-    assert len(versions(project, "data/08_reporting/learning_curves.png")) == 1
-    # The resumed run is the same run: one id, one parent, its gen_002 child reopened.
-    assert versions(project, "data/06_models/gen_002/model.pt") == [run_id]
-    assert read_manifest(project, run_id)["status"] == "finished"
-    runs = client.search_runs([exp.experiment_id])
-    clock = run_id.split("T")[1]  # the parent keeps the name of the run's start
-    (name,) = [r.info.run_name for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    assert name.endswith(
-        f" +{len(TINY) - 3} alphazero {clock[:8].replace('.', ':')}"
-    )  # not "resume=..."
-    assert [r.info.run_name for r in runs].count("gen_002") == 1
-    assert {r.info.status for r in runs} == {"FINISHED"}

@@ -39,6 +39,7 @@ LACKING = ("kedro", "kedro-datasets", "kedro-mlflow")
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal  # make test-rehearsal, which CI runs after make test
 def test_the_gpu_check_from_a_bundle_and_an_archive_runs_every_step_inside_its_budget(tmp_path):
     copy = checkout_copy(tmp_path / "checkout")
     assert not (copy / "src/connect_zero_pipeline/web/node_modules").exists()

@@ -7,7 +7,7 @@ import pytest
 
 from connect_zero_pipeline.core.labelling import SolvedCache
 from connect_zero_pipeline.run.manifest import known_runs
-from tests.helpers import FINISHED_RUN, mlflow_client, run_kedro, versions
+from tests.helpers import copy_project, mlflow_client, run_kedro, versions
 
 LADDER = {
     "ladder.every": 1,
@@ -31,10 +31,13 @@ def _cache_rows(project) -> int:
 
 
 @pytest.mark.slow
-def test_a_ladder_rates_generations_and_anchors_and_reuses_games(pons_project, capsys):
-    run_kedro(pons_project, "alphazero", FINISHED_RUN)
+def test_a_ladder_rates_generations_and_anchors_and_reuses_games(
+    finished_run, tmp_path, monkeypatch, capsys
+):
+    """A ladder of the suite's finished run's generations (in a copy of its project)."""
+    pons_project = copy_project(finished_run[0], tmp_path / "project")
+    monkeypatch.chdir(pons_project)
     (run_id,) = known_runs(pons_project)
-    capsys.readouterr()
     run_kedro(pons_project, "ladder", LADDER)
     summary = capsys.readouterr().out
 
