@@ -102,6 +102,7 @@ LOG_TAIL = 1500
 TINY_RUN = {
     "alphazero.num_generations": 3,  # overlapped nodes across generations (the scorecards)
     "evaluate.benchmark.sims": [2],
+    "evaluate.full_every": 1,  # every scorecard in full, as conf/gpu's
 }
 """``--tiny``: the project's tiny recipe (``conf/tiny``, read when the set-up has made the
 project importable) for 3 generations, the public sets scored at its size."""

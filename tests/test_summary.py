@@ -326,3 +326,15 @@ def test_the_last_generation_s_stages_are_timed():
     )
     del metrics["selfplay.compile_s"]
     assert time_line(metrics) == "time: self-play 32 s, training 6 s, evaluation 4 s"
+
+
+def test_the_scorecards_line_names_the_generations_scored_in_full():
+    from connect_zero_pipeline.session.summary import scorecards_line
+
+    assert scorecards_line(4, 10) == (
+        "scorecards: in full at generations 4, 8, 10 (evaluate.full_every 4, and the last); "
+        "the others scored the solver set alone"
+    )
+    assert (
+        scorecards_line(1, 24) == scorecards_line(4, 1) == "scorecards: every generation's in full"
+    )

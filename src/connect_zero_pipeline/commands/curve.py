@@ -15,7 +15,9 @@ newest version of each file. Prints one row per generation the run made: solver-
 entropy, value sign accuracy, win rates against RandomPunisher (network alone
 and MCTS), the score against the previous generation, the self-play positions,
 the seconds of self-play (of which compiling the search, where it was compiled), training
-and evaluation, and their running sum. The table in ``docs/results.md`` is this output.
+and evaluation, and their running sum, and whether the generation's scorecard was in full
+(its games and searches: every ``evaluate.full_every`` generations and the last) or the
+solver set alone. The table in ``docs/results.md`` is this output.
 ``--times`` adds when each generation's model and its scorecard were written, in seconds
 since the run started: with ``alphazero.overlap`` the stages overlap, so the running sum is
 not the wall time, and a scorecard is written after the next generations' models.
@@ -51,6 +53,7 @@ COLUMNS = [
     ("train s", "train.train_seconds"),
     ("eval s", "evaluate.seconds"),
     ("s so far", None),
+    ("scorecard", "evaluate.full"),
 ]
 TIMED = ("selfplay.seconds", "train.train_seconds", "evaluate.seconds")
 """A generation's stages, timed: ``s so far`` is their running sum (the compile seconds are
@@ -61,6 +64,8 @@ them (made before it was measured) has none."""
 def _cell(value, key: str) -> str:
     if value is None:
         return "-"
+    if key == "evaluate.full":  # evaluate.full_every: the games and searches, or the set alone
+        return "full" if value else "solver set"
     if key in ("selfplay.positions",):
         return f"{int(value):,}"
     if key.endswith(("seconds", "_s")):

@@ -274,6 +274,7 @@ def evaluate_candidate(
     device: torch.device,
     match: dict[str, float] | None = None,
     old_fn: EvaluateFn | None = None,
+    full: bool = True,
 ) -> dict[str, float]:
     """Measure a generation's candidate network: its scorecard.
 
@@ -284,12 +285,19 @@ def evaluate_candidate(
     model's network), and for each public set ``bench.<set>.<agent>.strict_acc`` and
     ``.weak_mistake_rate``. Every part is seeded by ``config.seed`` and ``generation``
     alone, so the figures do not depend on what runs before or beside it.
+
+    Not ``full`` (:func:`~.config.evaluation.full_scorecard`): the ``solver.*`` figures alone
+    (and the gate's ``match``, which is played already); ``new_fn`` and ``old_fn`` are not
+    used. ``evaluate.full`` says which (1 or 0).
     """
-    if (match is None) == (old_fn is None):
+    if full and (match is None) == (old_fn is None):
         raise ValueError("evaluate_candidate takes either the gate's match or old_fn")
-    seed = mix_seed(config.seed, generation)
     network_fn = torch_evaluate_fn(candidate, device)
     metrics = {f"solver.{k}": v for k, v in solver_set_metrics(network_fn, positions).items()}
+    metrics["evaluate.full"] = float(full)
+    if not full:
+        return {**metrics, **(match or {})}
+    seed = mix_seed(config.seed, generation)
     punisher = RandomPunisher()
     players = (("policy", PolicyPlayer(candidate.to(device).eval())),
                ("mcts", MCTSPlayer(new_fn, config.mcts)))  # fmt: skip

@@ -34,7 +34,7 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.config import values
-from ..core.config.evaluation import STRENGTH_BUCKETS
+from ..core.config.evaluation import STRENGTH_BUCKETS, EvaluateConfig, full_scorecard
 from ..core.ratings import ratings_table
 from ..params.schema import SCHEMA, RunParams
 from ..run.outputs import generation_metrics
@@ -100,6 +100,7 @@ def render(
     extended: list[dict[str, Any]] | None = None,
     earlier_seconds: float = 0.0,
     start: tuple[str, dict[str, float]] | None = None,
+    scorecards: str | None = None,
 ) -> str:
     """The summary as Markdown (it reads as plain text in a terminal).
 
@@ -125,6 +126,7 @@ def render(
             run: those that recorded their end), shown with the run's total.
         start: the trained model the run started from (``model.start_from``), in words, and
             its evaluation metrics, shown beside the run's own.
+        scorecards: which generations' scorecards were in full (:func:`scorecards_line`).
     """
     lines = [f"## Run summary: {pipeline}", ""]
     if run_id and extended:
@@ -171,6 +173,8 @@ def render(
             lines.append(f"- {reference_line(metrics[REFERENCE['metric']], recipe_changes)}")
         if (times := time_line(metrics)) is not None:
             lines.append(f"- {times}")
+        if scorecards is not None:
+            lines.append(f"- {scorecards}")
         table = public_sets_table(metrics)
         if table:
             lines += ["", "Pons' public sets (strict accuracy / weak mistakes):", "", *table]
@@ -314,6 +318,17 @@ def by_ply_line(metrics: dict[str, float]) -> str | None:
     return "by ply (network alone on the solver set, strict / weak mistakes): " + ", ".join(parts)
 
 
+def scorecards_line(full_every: int, num_generations: int) -> str:
+    """Which generations' scorecards were in full (their games and searches), by
+    :func:`~.core.config.evaluation.full_scorecard`."""
+    if full_every == 1 or num_generations == 1:
+        return "scorecards: every generation's in full"
+    full = [k for k in range(1, num_generations + 1)
+            if full_scorecard(EvaluateConfig(full_every=full_every), k, num_generations)]  # fmt: skip
+    return (f"scorecards: in full at generations {', '.join(map(str, full))} (evaluate.full_every "
+            f"{full_every}, and the last); the others scored the solver set alone")  # fmt: skip
+
+
 def time_line(metrics: dict[str, float]) -> str | None:
     """``time: self-play 12 s (compiling the search 3 s), training 20 s, evaluation 5 s``."""
     have = {label: metrics[key] for label, key in TIMES if key in metrics}
@@ -426,7 +441,10 @@ class RunSummaryHook:
             extended=manifest.get("extended"),
             earlier_seconds=manifest.get("wall_seconds") or 0.0,
             start=self._start_metrics(),
-        )
+            scorecards=scorecards_line(run.sections.evaluate.full_every,
+                                       run.sections.alphazero.num_generations)
+            if is_alphazero else None,
+        )  # fmt: skip
         print("\n" + text, file=self._out or sys.stdout, flush=True)
         if client is not None:  # the description: its first lines are what MLflow shows
             first = f"{generation[0]}: {headline_line(generation[1])}\n\n" if generation else ""

@@ -74,6 +74,13 @@ def test_two_generations_end_to_end_with_mlflow_children(finished_run, tmp_path,
         halves = (evaluated[f"{agent}.win_rate_first"] + evaluated[f"{agent}.win_rate_second"]) / 2
         assert evaluated[f"{agent}.win_rate"] == pytest.approx(halves), agent
     assert gen2.data.metrics["train.loss"] > 0
+    # evaluate.full_every (conf/tiny: 2): the last generation's scorecard in full, generation
+    # 1's the solver set alone; the summary says which.
+    gen1 = children["gen_001"].data.metrics
+    assert gen2.data.metrics["evaluate.full"] == 1.0 and gen1["evaluate.full"] == 0.0
+    assert "solver.acc" in gen1 and not any(k.startswith(("punisher.", "gate.")) for k in gen1)
+    assert ("- scorecards: in full at generations 2 (evaluate.full_every 2, and the last); the "
+            "others scored the solver set alone") in summary  # fmt: skip
     assert gen2.data.params["selfplay.mcts.sims"] == str(TINY["selfplay.mcts.sims"])
     history = client.get_metric_history(parent.info.run_id, "solver.acc")
     assert sorted(m.step for m in history) == [1, 2]

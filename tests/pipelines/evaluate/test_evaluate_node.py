@@ -30,7 +30,9 @@ def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monk
         "previous": {"num_games": 2, "mcts": {"sims": 2}},
         "benchmark": {"sims": [4]},
     }
-    metrics = evaluate_generation(model, model, pons_set, labelled, params, generation=1)
+    metrics = evaluate_generation(
+        model, model, pons_set, labelled, params, generation=1, num_generations=1
+    )
     keys = {k for k in metrics if k.startswith("bench.")}
     assert keys == {
         f"bench.L3_head.{agent}.{m}"
@@ -40,7 +42,9 @@ def test_public_sets_become_metrics_of_every_generation(pons_set, tmp_path, monk
     for key in keys:
         assert 0.0 <= metrics[key] <= 1.0, key
     none = label_public_sets({}, {})  # no public set: no bench metric
-    metrics = evaluate_generation(model, model, pons_set, none, params, generation=1)
+    metrics = evaluate_generation(
+        model, model, pons_set, none, params, generation=1, num_generations=1
+    )
     assert not any(k.startswith("bench.") for k in metrics)
 
 
@@ -61,17 +65,59 @@ def test_with_gating_the_gate_plays_the_match_and_the_scorecard_is_the_same(pons
     none = label_public_sets({}, {})
     params = {"node": {"device": "cpu"}, "num_games": 2, "mcts": {"sims": 2},
               "previous": {"num_games": 4, "mcts": {"sims": 2}}}  # fmt: skip
-    plain = evaluate_generation(new, old, pons_set, none, params, generation=3)
+    plain = evaluate_generation(new, old, pons_set, none, params, generation=3, num_generations=3)
     for threshold in (0.0, 1.0):  # always accepted; only by winning every game
         gated = {**params, "gating": True, "gate_threshold": threshold}
         model, match = gate_generation(new, old, gated, generation=3)
-        card = score_gated_generation(new, match, pons_set, none, gated, generation=3)
+        card = score_gated_generation(
+            new, match, pons_set, none, gated, generation=3, num_generations=3
+        )
         same = {k: v for k, v in plain.items() if k not in ("gate.accepted", "evaluate.seconds")}
         assert {k: card[k] for k in same} == same
         accepted = match["gate.score"] >= gated["gate_threshold"]
         assert card["gate.accepted"] == float(accepted)
         assert model.meta["generation"] == (3 if accepted else 2)
         assert model.meta["generation_accepted_at"] == 3
+
+
+def test_between_full_scorecards_a_generation_scores_the_solver_set_alone(pons_set):
+    """Every full_every-th generation and the last in full; the others the network alone on
+    the solver set (the learning curve), the same figures the full scorecard has, and the
+    gate's match where gating played it."""
+    from connect_zero_pipeline.core.config.evaluation import EvaluateConfig, full_scorecard
+    from connect_zero_pipeline.pipelines.alphazero.nodes import (
+        gate_generation,
+        score_gated_generation,
+    )
+
+    every3 = EvaluateConfig(full_every=3)
+    assert [k for k in range(1, 11) if full_scorecard(every3, k, 10)] == [3, 6, 9, 10]
+    assert all(full_scorecard(EvaluateConfig(full_every=1), k, 5) for k in range(1, 6))
+    with pytest.raises(ValueError, match="full_every must be an integer >= 1"):
+        EvaluateConfig(full_every=0)
+    model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 8})
+    none = label_public_sets({}, {})
+    params = {"node": {"device": "cpu"}, "num_games": 2, "mcts": {"sims": 2}, "full_every": 2,
+              "previous": {"num_games": 2, "mcts": {"sims": 2}}}  # fmt: skip
+    full = evaluate_generation(model, model, pons_set, none, params, generation=2,
+                               num_generations=5)  # fmt: skip
+    alone = evaluate_generation(model, model, pons_set, none, params, generation=3,
+                                num_generations=5)  # fmt: skip
+    assert full["evaluate.full"] == 1.0 and alone["evaluate.full"] == 0.0
+    assert {k for k in alone if not k.startswith("solver.")} == {"evaluate.full",
+                                                                 "evaluate.seconds"}  # fmt: skip
+    assert {k: v for k, v in full.items() if k.startswith("solver.")} == {
+        k: v for k, v in alone.items() if k.startswith("solver.")}  # fmt: skip
+    assert "punisher.mcts.win_rate" in full and "gate.score" in full
+    last = evaluate_generation(model, model, pons_set, none, params, generation=5,
+                               num_generations=5)  # fmt: skip
+    assert last["evaluate.full"] == 1.0  # the last, whatever its number
+    gated = {**params, "gating": True}
+    _, match = gate_generation(model, model, gated, generation=3)
+    card = score_gated_generation(model, match, pons_set, none, gated, generation=3,
+                                  num_generations=5)  # fmt: skip
+    assert card["evaluate.full"] == 0.0 and card["gate.score"] == match["gate.score"]
+    assert "punisher.mcts.win_rate" not in card
 
 
 def test_a_bad_public_set_file_is_named(tmp_path):

@@ -70,9 +70,24 @@ class EvaluateConfig:
     """Score (wins + draws/2) the new model needs against the previous one to replace it."""
     seed: int = 0
     """Seeds the matches (mixed with the generation number)."""
+    full_every: int = 1
+    """The games and searches of the scorecard (against RandomPunisher and the previous
+    generation, the MCTS agents on the public sets) run every ``full_every`` generations and
+    at the run's last (:func:`full_scorecard`); every generation scores the network alone on
+    the solver set (``solver.*``, the learning curve: about a third of a full scorecard's
+    time on a 2-core CPU). 1, the default: every generation in full."""
 
     def __post_init__(self):
         check(is_int(self.num_games) and self.num_games >= 2, "num_games", self.num_games,
               "an integer >= 2 (both colours, seeded)")  # fmt: skip
+        check(is_int(self.full_every) and self.full_every >= 1, "full_every", self.full_every,
+              "an integer >= 1 (1: every generation's scorecard in full)")  # fmt: skip
         check(isinstance(self.gating, bool), "gating", self.gating, "true or false")
         check(0 <= self.gate_threshold <= 1, "gate_threshold", self.gate_threshold, "in [0, 1]")
+
+
+def full_scorecard(config: EvaluateConfig, generation: int, last: int) -> bool:
+    """Whether generation ``generation`` of a run of ``last`` generations gets the full
+    scorecard: every ``config.full_every``-th and the last (the one a run's summary, export
+    and registry describe)."""
+    return generation % config.full_every == 0 or generation >= last

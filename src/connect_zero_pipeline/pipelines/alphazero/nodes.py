@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,6 +32,7 @@ from torch import nn
 
 from ...common.naming import generation_name
 from ...core.config import mix_seed
+from ...core.config.evaluation import full_scorecard
 from ...core.device import resolve_device
 from ...core.evaluation import evaluate_candidate, previous_match
 from ...core.inference import make_evaluate_fn
@@ -247,16 +249,20 @@ def evaluate_generation(
     public_sets: pd.DataFrame,
     params: dict,
     generation: int,
+    num_generations: int,
 ) -> dict:
     """The scorecard of generation ``generation``'s model (gating off: the candidate is the
-    model), the match against ``previous`` included.
+    model), the match against ``previous`` included; every ``evaluate.full_every``-th
+    generation and the last in full, the others the solver set alone
+    (:func:`~...core.config.evaluation.full_scorecard`).
 
     Metric names are shared with the REINFORCE pipeline so MLflow charts align:
     ``solver.*`` (network alone), ``punisher.policy.*`` and ``punisher.mcts.*``
     (win/draw/loss against RandomPunisher), ``previous.*`` (MCTS agents, new vs
     previous), ``gate.*`` and ``bench.<set>.<agent>.*`` for each public set.
     """
-    return _scorecard(candidate, positions, public_sets, params, generation, previous=previous)
+    return _scorecard(candidate, positions, public_sets, params, generation, num_generations,
+                      previous=previous)  # fmt: skip
 
 
 def score_gated_generation(
@@ -266,25 +272,35 @@ def score_gated_generation(
     public_sets: pd.DataFrame,
     params: dict,
     generation: int,
+    num_generations: int,
 ) -> dict:
     """The scorecard of generation ``generation``'s candidate (gating on), with the gate's
-    ``match`` (:func:`gate_generation`) as its ``previous.*`` and ``gate.*`` figures."""
-    return _scorecard(candidate, positions, public_sets, params, generation, match=match)
+    ``match`` (:func:`gate_generation`) as its ``previous.*`` and ``gate.*`` figures (in full
+    as :func:`evaluate_generation`'s)."""
+    return _scorecard(candidate, positions, public_sets, params, generation, num_generations,
+                      match=match)  # fmt: skip
 
 
-def _scorecard(candidate, positions, public_sets, params, generation, *, previous=None,
-               match=None) -> dict:  # fmt: skip
+def _scorecard(candidate, positions, public_sets, params, generation, num_generations, *,
+               previous=None, match=None) -> dict:  # fmt: skip
     cfg, device, evaluator = _agents(params)
+    full = full_scorecard(cfg, generation, num_generations)
     sets = {
         str(name): table.drop(columns=SET_COLUMN).reset_index(drop=True)
         for name, table in public_sets.groupby(SET_COLUMN, sort=False)
     }
     start = time.perf_counter()
     metrics = evaluate_candidate(
-        candidate, evaluator(candidate), positions, sets, cfg, generation=generation,
-        device=device, match=match, old_fn=None if previous is None else evaluator(previous),
+        candidate, evaluator(candidate) if full else None, positions, sets, cfg,
+        generation=generation, device=device, match=match, full=full,
+        old_fn=evaluator(previous) if full and previous is not None else None,
     )  # fmt: skip
     metrics[EVALUATE_SECONDS] = time.perf_counter() - start
+    if not full:
+        log.info("Generation %d: solver acc %.3f, ce %.3f (the solver set alone: the games and "
+                 "searches every %d generations and at the last)", generation,
+                 metrics["solver.acc"], metrics["solver.ce"], cfg.full_every)  # fmt: skip
+        return metrics
     log.info(
         "Generation %d: solver acc %.3f, ce %.3f | vs RandomPunisher: policy %.3f, mcts %.3f | "
         "vs previous %.3f",
@@ -307,9 +323,10 @@ CURVES = [
 
 
 def learning_curve_table(*eval_metrics: dict) -> pd.DataFrame:
-    """One row per generation with the curve metrics."""
+    """One row per generation with the curve metrics (NaN where a generation's scorecard
+    was the solver set alone)."""
     rows = [
-        {"generation": k, **{m: d.get(m) for m, _ in CURVES}}
+        {"generation": k, **{m: float(d.get(m, math.nan)) for m, _ in CURVES}}
         for k, d in enumerate(eval_metrics, start=1)
     ]
     return pd.DataFrame(rows)
@@ -323,8 +340,9 @@ def plot_learning_curves(*eval_metrics: dict):
     axes[0].set_title(CURVES[0][1])
     axes[1].plot(table["generation"], table["solver.ce"], marker="o", color="tab:orange")
     axes[1].set_title(CURVES[1][1])
-    for key, label in CURVES[2:]:
-        axes[2].plot(table["generation"], table[key], marker="o", label=label.split(": ")[1])
+    for key, label in CURVES[2:]:  # the generations scored in full
+        games = table.dropna(subset=[key])
+        axes[2].plot(games["generation"], games[key], marker="o", label=label.split(": ")[1])
     axes[2].set_title("win rate vs RandomPunisher")
     axes[2].legend()
     for ax in axes:

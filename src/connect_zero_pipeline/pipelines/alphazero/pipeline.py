@@ -16,7 +16,9 @@ namespace ``gen_{k:03d}`` (:func:`generation_pipeline`, the template):
   candidate, or the previous model when the match rejects it), ``gen_k.gate_match``
 - ``gen_k.evaluate`` (the scorecard, a leaf: no later generation waits for it):
   ``gen_k.model`` and ``gen_{k-1}.model`` (with gating: ``gen_k.candidate`` and
-  ``gen_k.gate_match``), ``pons_positions``, ``public_sets_labelled`` -> ``gen_k.eval_metrics``
+  ``gen_k.gate_match``), ``pons_positions``, ``public_sets_labelled`` -> ``gen_k.eval_metrics``;
+  in full every ``evaluate.full_every`` generations and at the last, the solver set alone
+  between them
 
 Dataset factories in ``catalog.yml`` make each of these a versioned entry. Generation 0
 (:func:`init_pipeline`): the initial model, its games, and ``label_public_sets``, which
@@ -88,7 +90,11 @@ def generation_pipeline(k: int, num_generations: int, buffer_gens: int, gating: 
             tags=["train"],
         ),
         Node(
-            bind(score_gated_generation if gating else evaluate_generation, generation=k),
+            bind(
+                score_gated_generation if gating else evaluate_generation,
+                generation=k,
+                num_generations=num_generations,
+            ),
             inputs=[*scored, "pons_positions", "public_sets_labelled", "params:evaluate"],
             outputs="eval_metrics",
             name=SCORECARD_NODE,
