@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Line coverage of src/ by the test suite, subprocesses included (kedro runs, workers, the
 # GPU check's rehearsal): coverage.py's `patch = subprocess` starts measuring in every
-# Python process the suite starts; the data files are combined, paths mapped back to src/.
+# Python process the suite starts (a process stopped by SIGTERM, such as Ray's workers at
+# `ray stop`, saves its data too); the data files are combined, paths mapped back to src/.
 #
 #   scripts/suite_coverage.sh [pytest arguments]     (default: make test's)
 #
@@ -19,6 +20,7 @@ cat > "$work/coveragerc" <<EOF
 [run]
 parallel = true
 patch = subprocess
+sigterm = true
 source_pkgs = connect_zero_pipeline
 data_file = $work/.coverage
 [paths]
@@ -33,6 +35,6 @@ fi
 status=0
 "$PY" -m coverage run --rcfile="$work/coveragerc" -m pytest "$@" || status=$?
 "$PY" -m coverage combine --quiet --rcfile="$work/coveragerc"
-"$PY" -m coverage report --rcfile="$work/coveragerc" > coverage_report.txt
+"$PY" -m coverage report -m --rcfile="$work/coveragerc" > coverage_report.txt
 tail -1 coverage_report.txt
 exit "$status"

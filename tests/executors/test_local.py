@@ -177,3 +177,30 @@ def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert rest == "Interrupted.\n"
+
+
+def test_a_ctrl_c_while_the_shards_play_ends_the_generation_at_once():
+    """A Ctrl-C once the workers play their shards (the parent waits on them): the parent
+    gives the generation up and says it was interrupted; the shards' minutes are not played."""
+    import os
+    import signal
+
+    patch = (
+        "real_wait = local.wait\n"
+        "def announced_wait(*args, **kwargs):  # the parent waits on the playing shards\n"
+        "    if not getattr(announced_wait, 'said', False):\n"
+        "        announced_wait.said = True\n"
+        "        print('waiting', flush=True)\n"
+        "    return real_wait(*args, **kwargs)\n"
+        "local.wait = announced_wait\n"
+    )
+    proc = _self_play_in_a_terminal(patch, moves=40000)
+    try:
+        assert proc.stdout.readline() == "waiting\n"
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)  # not the minutes of a played shard
+        assert proc.returncode == 130
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert rest == "Interrupted.\n"
