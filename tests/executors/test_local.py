@@ -162,29 +162,34 @@ def test_a_ctrl_c_while_the_workers_start_is_the_parent_s_alone():
     torch, stay quiet (they start with SIGINT blocked); only the parent says it was
     interrupted: no KeyboardInterrupt or BrokenPipe traceback of a worker. And the workers
     play none of the shards they were sent (the generation was given up): the run ends."""
+
+    # Both workers started, and importing torch: the Ctrl-C lands in their start-up.
+    rest = _ctrl_c_after("local._QuietStartProcess.start = announced", ["worker started\n"] * 2)
+    assert rest == "Interrupted.\n"
+
+
+def _ctrl_c_after(patch: str, lines: list[str]) -> str:
+    """``SELF_PLAY`` with ``patch`` and minutes of self-play a shard (a worker that played its
+    shard would outlast the test), stopped by a terminal's Ctrl-C once it printed ``lines``:
+    it must end with 130 within a minute; the rest of its output."""
     import os
     import signal
 
-    # minutes of self-play a shard: a worker that played its shard would outlast the test
-    proc = _self_play_in_a_terminal("local._QuietStartProcess.start = announced", moves=40000)
+    proc = _self_play_in_a_terminal(patch, moves=40000)
     try:
-        # Both workers started, and importing torch: the Ctrl-C lands in their start-up.
-        assert [proc.stdout.readline() for _ in range(2)] == ["worker started\n"] * 2
+        assert [proc.stdout.readline() for _ in lines] == lines
         os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)  # not the minutes of a played shard
         assert proc.returncode == 130
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert rest == "Interrupted.\n"
+    return rest
 
 
 def test_a_ctrl_c_while_the_shards_play_ends_the_generation_at_once():
     """A Ctrl-C once the workers play their shards (the parent waits on them): the parent
     gives the generation up and says it was interrupted; the shards' minutes are not played."""
-    import os
-    import signal
-
     patch = (
         "real_wait = local.wait\n"
         "def announced_wait(*args, **kwargs):  # the parent waits on the playing shards\n"
@@ -194,13 +199,4 @@ def test_a_ctrl_c_while_the_shards_play_ends_the_generation_at_once():
         "    return real_wait(*args, **kwargs)\n"
         "local.wait = announced_wait\n"
     )
-    proc = _self_play_in_a_terminal(patch, moves=40000)
-    try:
-        assert proc.stdout.readline() == "waiting\n"
-        os.killpg(proc.pid, signal.SIGINT)
-        rest, _ = proc.communicate(timeout=60)  # not the minutes of a played shard
-        assert proc.returncode == 130
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert rest == "Interrupted.\n"
+    assert _ctrl_c_after(patch, ["waiting\n"]) == "Interrupted.\n"
