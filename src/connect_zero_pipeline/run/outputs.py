@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.config_loader import project_config
-from ..common.naming import generation_name, parse_step
+from ..common.naming import GENERATION, generation_name, parse_step
 from .manifest import known_runs, read_manifest
 
 MODEL = "{gen}.model"
@@ -71,14 +71,12 @@ def generation_metrics(project: Path, generation: int, stage: str, run_id: str |
 
 def _generations(project: Path, entry: str, stage: str = "") -> list[int]:
     """Every generation >= 1 with a folder of ``entry``, in order."""
-    sample = entry_folder(project, entry, 0, stage)
-    name = generation_name(0)
-    parts = sample.relative_to(Path(project).resolve()).parts
-    at = parts.index(name)
-    pattern = "/".join([*parts[:at], generation_name(0).split("_")[0] + "_*", *parts[at + 1 :]])
+    root = Path(project).resolve()
+    parts = entry_folder(project, entry, 0, stage).relative_to(root).parts
+    at = parts.index(generation_name(0))  # the folder the factory names by generation
     found = set()
-    for folder in Path(project).resolve().glob(pattern):
-        step = parse_step(folder.relative_to(Path(project).resolve()).parts[at])
+    for folder in root.glob("/".join([*parts[:at], f"{GENERATION}_*", *parts[at + 1 :]])):
+        step = parse_step(folder.relative_to(root).parts[at])
         if step and step[1] >= 1:
             found.add(step[1])
     return sorted(found)
