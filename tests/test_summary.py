@@ -329,12 +329,18 @@ def test_the_last_generation_s_stages_are_timed():
 
 
 def test_the_scorecards_line_names_the_generations_scored_in_full():
+    from connect_zero_pipeline.core.config.evaluation import EvaluateConfig
     from connect_zero_pipeline.session.summary import scorecards_line
 
-    assert scorecards_line(4, 10) == (
+    def scorecards_line_of(full_every: int, num_generations: int) -> str:
+        return scorecards_line(EvaluateConfig(full_every=full_every), num_generations)
+
+    assert scorecards_line_of(4, 10) == (
         "scorecards: in full at generations 4, 8, 10 (evaluate.full_every 4, and the last); "
         "the others scored the solver set alone"
     )
     assert (
-        scorecards_line(1, 24) == scorecards_line(4, 1) == "scorecards: every generation's in full"
+        scorecards_line_of(1, 24)
+        == scorecards_line_of(4, 1)
+        == "scorecards: every generation's in full"
     )

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from connect_zero_pipeline.commands.serve import port_taken, serve_ui
 from connect_zero_pipeline.tracking.store import serving_port
-from tests.helpers import REPO, _as_in_a_terminal, make_project, wait_for_line
+from tests.helpers import REPO, _as_in_a_terminal, descendants, make_project, wait_for_line
 
 
 def _serve(*args: str):
@@ -154,24 +154,6 @@ def _free_port() -> int:
     return port
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (from /proc), zombies left out."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 def _exits(pids: set[int]) -> dict[int, int]:
     """A pidfd per process of ``pids`` still there: readable once that process has exited
     (zombie or reaped), so a test waits on the exits themselves."""
@@ -254,7 +236,7 @@ def test_every_server_frees_its_port_and_leaves_no_process_however_it_is_stopped
                 assert serving_port(project / "mlflow.db") == port
             if name == "serve":
                 _check_the_model_server(port, model_bytes)
-            below = _descendants(proc.pid)
+            below = descendants(proc.pid)
             # the server (make's child), and viz's and mlflow's own processes
             assert len(below) >= (1 if name == "play" else 2), name
             exits = _exits(below)

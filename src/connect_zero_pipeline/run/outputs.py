@@ -25,7 +25,6 @@ MODEL = "{gen}.model"
 METRICS = "{gen}.{stage}_metrics"
 """The catalog's entry of a generation's metrics: ``stage`` is ``selfplay``, ``train`` or
 ``eval`` (the scorecard)."""
-STAGES = ("eval", "selfplay", "train")
 
 
 @lru_cache(maxsize=16)

@@ -318,15 +318,15 @@ def by_ply_line(metrics: dict[str, float]) -> str | None:
     return "by ply (network alone on the solver set, strict / weak mistakes): " + ", ".join(parts)
 
 
-def scorecards_line(full_every: int, num_generations: int) -> str:
+def scorecards_line(config: EvaluateConfig, num_generations: int) -> str:
     """Which generations' scorecards were in full (their games and searches), by
     :func:`~.core.config.evaluation.full_scorecard`."""
-    if full_every == 1 or num_generations == 1:
-        return "scorecards: every generation's in full"
     full = [k for k in range(1, num_generations + 1)
-            if full_scorecard(EvaluateConfig(full_every=full_every), k, num_generations)]  # fmt: skip
+            if full_scorecard(config, k, num_generations)]  # fmt: skip
+    if len(full) == num_generations:
+        return "scorecards: every generation's in full"
     return (f"scorecards: in full at generations {', '.join(map(str, full))} (evaluate.full_every "
-            f"{full_every}, and the last); the others scored the solver set alone")  # fmt: skip
+            f"{config.full_every}, and the last); the others scored the solver set alone")  # fmt: skip
 
 
 def time_line(metrics: dict[str, float]) -> str | None:
@@ -441,8 +441,7 @@ class RunSummaryHook:
             extended=manifest.get("extended"),
             earlier_seconds=manifest.get("wall_seconds") or 0.0,
             start=self._start_metrics(),
-            scorecards=scorecards_line(run.sections.evaluate.full_every,
-                                       run.sections.alphazero.num_generations)
+            scorecards=scorecards_line(run.sections.evaluate, run.sections.alphazero.num_generations)
             if is_alphazero else None,
         )  # fmt: skip
         print("\n" + text, file=self._out or sys.stdout, flush=True)
