@@ -186,27 +186,44 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     assert store_untouched(project)
 
 
-def test_two_runs_at_once_each_export_their_own_model(pons_project):
-    project = pons_project
-    (project / "conf" / "local" / "mlflow.yml").unlink()  # the project's own store, fresh
+def test_two_runs_at_once_in_a_copied_project_each_write_their_own_outputs_into_it(
+    finished_run, tmp_path
+):
+    """Two runs started together in a copy of a project that holds a finished run, from a
+    subfolder as a notebook would start them: each exports its own model, and both write
+    into the copy's store and artifacts, never into the original's."""
+    original, earlier_id = finished_run  # conf/base's store: <root>/mlflow.db
+    before = files_under(original / "mlruns")
+    assert before
+    copy = copy_project(original, tmp_path / "copy")
+    (copy / "notebooks").mkdir(exist_ok=True)
     procs = []
     for seed in (1, 2):  # started together: same store, same millisecond or close to it
         params = cli_params({**TINY_CLI, "alphazero.num_generations": 1, "model.seed": seed})
-        procs.append(kedro_cli(project, "run", "--params", params, wait=False))
+        procs.append(kedro_cli(copy, "run", "--params", params, wait=False,
+                               cwd=copy / "notebooks"))  # fmt: skip
     outputs = [p.communicate(timeout=600)[0] for p in procs]
     for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out[-3000:]
-    ids = known_runs(project)
+    ids = set(known_runs(copy)) - {earlier_id}
     assert len(ids) == 2
     digests = set()
     for run_id in ids:
-        _assert_own_lineage(project, run_id, 1)
-        digests.add(model_digest(_run_file(project, "data/06_models/latest_model.pt", run_id)))
-        assert _run_file(project, "data/08_reporting/learning_curves.png", run_id).is_file()
+        _assert_own_lineage(copy, run_id, 1)
+        digests.add(model_digest(_run_file(copy, "data/06_models/latest_model.pt", run_id)))
+        assert _run_file(copy, "data/08_reporting/learning_curves.png", run_id).is_file()
     assert len(digests) == 2  # two seeds, two models
-    runs = _runs(project)
-    assert len([r for r in runs if "mlflow.parentRunId" not in r.data.tags]) == 2
+    runs = _runs(copy)
+    assert len([r for r in runs if "mlflow.parentRunId" not in r.data.tags]) == 3
     assert {r.info.status for r in runs} == {"FINISHED"}
+    # The copy's store, wherever the run starts: the original is untouched.
+    assert files_under(original / "mlruns") == before
+    assert files_under(copy / "mlruns") > before
+    assert not (copy / "notebooks" / "mlflow.db").exists()
+    exp = mlflow_client(copy).get_experiment_by_name("connect_zero_pipeline")
+    assert exp.artifact_location == (copy / "mlruns").as_uri()
+    for run in runs:
+        assert run.info.artifact_uri.startswith((copy / "mlruns").as_uri()), run.info.artifact_uri
 
 
 def test_runs_started_in_the_same_millisecond_get_ids_of_their_own(tmp_path):
@@ -219,26 +236,6 @@ def test_runs_started_in_the_same_millisecond_get_ids_of_their_own(tmp_path):
     assert read_manifest(tmp_path, "2026-01-02T00.00.00.000Z")["params"] == {"a": 2}
     assert files_under(tmp_path) == {"data/runs/2026-01-01T23.59.59.999Z.json",
                                      "data/runs/2026-01-02T00.00.00.000Z.json"}  # fmt: skip
-
-
-def test_a_copied_project_writes_only_into_itself(finished_run, tmp_path):
-    original, _ = finished_run  # conf/base's store: <root>/mlflow.db
-    params = cli_params({**TINY_CLI, "alphazero.num_generations": 1})
-    before = files_under(original / "mlruns")
-    assert before
-    copy = copy_project(original, tmp_path / "copy")
-    (copy / "notebooks").mkdir(exist_ok=True)
-    # Started from a subfolder, as a notebook would be: the store is still the project's.
-    second = kedro_cli(copy, "run", "--params", params, cwd=copy / "notebooks")
-    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
-    assert files_under(original / "mlruns") == before
-    assert files_under(copy / "mlruns") > before
-    assert not (copy / "notebooks" / "mlflow.db").exists()
-    client = mlflow_client(copy)
-    exp = client.get_experiment_by_name("connect_zero_pipeline")
-    assert exp.artifact_location == (copy / "mlruns").as_uri()
-    for run in client.search_runs([exp.experiment_id]):
-        assert run.info.artifact_uri.startswith((copy / "mlruns").as_uri()), run.info.artifact_uri
 
 
 def test_a_game_against_the_champion_starts_without_library_noise(finished_run):
