@@ -24,31 +24,45 @@ pip=("$bin/python" -m pip)
 
 start=$SECONDS
 say() { echo "install: $*"; }  # a line a step: a bare clone's set-up takes about a minute
+# `step WHAT CMD...`: say WHAT, run CMD, and say it again every 15 s while it runs (pip and
+# uv are silent here: --quiet), so that a long download never reads as a hang.
+step() {
+  local what=$1 began=$SECONDS status=0 ticker
+  shift
+  say "$what"
+  ( while sleep 15; do say "$what: $((SECONDS - began)) s so far"; done ) &
+  ticker=$!
+  "$@" || status=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  return "$status"
+}
 
-test -x "$bin/python" || { say "a virtual environment in $venv"; "$python" -m venv "$venv"; }
+test -x "$bin/python" || step "a virtual environment in $venv" "$python" -m venv "$venv"
 say "torch $torch_version, then the project with [$extras] (about a minute from a bare clone)"
-if "${pip[@]}" install --quiet uv >/dev/null 2>&1 && [ -x "$bin/uv" ]; then
+quietly() { "$@" >/dev/null 2>&1; }
+if step "uv, the installer" quietly "${pip[@]}" install --quiet uv && [ -x "$bin/uv" ]; then
   uv=("$bin/uv" pip install --quiet --python "$bin/python" --compile-bytecode)
   wheels=$(mktemp -d)
   trap 'rm -rf "$wheels"' EXIT
   # pip finds a local torch wheel through its own configuration; uv reads none of it.
   if "${pip[@]}" download --quiet --no-deps --no-index "torch==$torch_version" \
        --dest "$wheels" >/dev/null 2>&1; then
-    "${uv[@]}" --no-deps "$wheels"/torch-*.whl
+    step "torch $torch_version (a wheel on this machine)" "${uv[@]}" --no-deps "$wheels"/torch-*.whl
   else
-    "${uv[@]}" --no-deps "torch==$torch_version" --index-url "$torch_index"
+    step "torch $torch_version from $torch_index" \
+      "${uv[@]}" --no-deps "torch==$torch_version" --index-url "$torch_index"
   fi
-  "${uv[@]}" -e ".[$extras]"
+  step "the project and its dependencies" "${uv[@]}" -e ".[$extras]"
 else
   echo "install: uv could not be installed here; installing with pip (slower)"
-  "${pip[@]}" install --quiet --no-compile --no-deps --no-index "torch==$torch_version" \
-      2>/dev/null \
-    || "${pip[@]}" install --quiet --no-compile --no-deps "torch==$torch_version" \
-         --index-url "$torch_index"
-  "${pip[@]}" install --quiet --no-compile -e ".[$extras]"
+  step "torch $torch_version" "${pip[@]}" install --quiet --no-compile --no-deps --no-index \
+      "torch==$torch_version" 2>/dev/null \
+    || step "torch $torch_version from $torch_index" "${pip[@]}" install --quiet --no-compile \
+         --no-deps "torch==$torch_version" --index-url "$torch_index"
+  step "the project and its dependencies" "${pip[@]}" install --quiet --no-compile -e ".[$extras]"
   # Files some packages ship that are not Python 3 fail to compile, as under pip: left as is.
-  "$bin/python" -m compileall -q -j 0 \
-    "$("$bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" \
-    >/dev/null 2>&1 || true
+  step "compiling the installed modules" quietly "$bin/python" -m compileall -q -j 0 \
+    "$("$bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" || true
 fi
 say "done in $((SECONDS - start)) s"

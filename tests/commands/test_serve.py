@@ -104,8 +104,9 @@ def _post(port: int, body: str) -> tuple[int, dict]:
 
 
 def _check_the_model_server(port: int, model_bytes: bytes) -> None:
-    """A board and two boards get the model's logits and value; a float cell, a wrong shape
-    and text are refused with one line each (HTTP 400)."""
+    """A board and two boards get the model's logits and value; a float cell, a wrong shape,
+    text, a floating piece and counts no game reaches are refused with one line each (HTTP
+    400)."""
     import json
 
     import numpy as np
@@ -113,7 +114,7 @@ def _check_the_model_server(port: int, model_bytes: bytes) -> None:
     from connect_zero_pipeline.core.export import ort_evaluate, ort_session
 
     board = [[0] * 7 for _ in range(6)]
-    board[5][3] = 1
+    board[5][3] = -1  # the opponent's first piece, in the centre of the bottom row
     status, answer = _post(port, json.dumps({"inputs": [board, board]}))
     assert status == 200, answer
     logits, value = ort_evaluate(ort_session(model_bytes),
@@ -126,12 +127,26 @@ def _check_the_model_server(port: int, model_bytes: bytes) -> None:
     assert status == 200 and np.allclose(one["predictions"]["logits"], logits[:1], atol=1e-5)
     floats = [row[:] for row in board]
     floats[2][4] = 0.5
+    floating = [row[:] for row in board]
+    floating[3][0] = 1  # rows 4 and 5 of column 0 empty
+    ahead = [row[:] for row in board]
+    ahead[5][0] = ahead[5][1] = 1
     for body, said in (
         ({"inputs": [floats]}, "a cell is -1, 0 or 1 (1: the side to move's piece); got 0.5 at "
                                "[board, row, column] [0, 2, 4]"),
         ({"inputs": [[0, 0, 0]]}, "a board is 6 rows of 7 cells ([6, 7] or [N, 6, 7]); got "
                                   "shape [1, 3]"),
         ({"inputs": [["a"]]}, "a board's cells are numbers (-1, 0 or 1); got text"),
+        ({"inputs": [board, floating]}, "board 1: the piece at row 3, column 0 floats over an "
+                                        "empty cell (row 0 is the top; pieces rest on the "
+                                        "bottom row or on others)"),
+        ({"inputs": [[[1] * 7] + [[0] * 7] * 5]}, "board 0: the piece at row 0, column 0 "
+                                                   "floats over an empty cell (row 0 is the "
+                                                   "top; pieces rest on the bottom row or on "
+                                                   "others)"),
+        ({"inputs": ahead}, "board 0: 2 pieces of the side to move (1) and 1 of the opponent "
+                            "(-1); a game gives the side to move as many as the opponent or "
+                            "one fewer"),
     ):  # fmt: skip
         status, refused = _post(port, json.dumps(body))
         assert status == 400 and refused["message"] == said, refused

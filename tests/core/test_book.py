@@ -4,7 +4,12 @@ stopping at it."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -19,7 +24,9 @@ from connect_zero_pipeline.core.bitboard import (
 from connect_zero_pipeline.core.book import (
     BOOK_PLY,
     DISTANCE_BASE,
+    MANIFEST,
     NO_SCORE,
+    OpeningBook,
     book_score,
     from_bitbully,
 )
@@ -31,9 +38,9 @@ EMPTY_BOARD = [-2, -1, 0, 1, 0, -1, -2]
 
 @pytest.fixture(scope="module")
 def book():
-    folder = opening_book.book_folder()
-    assert folder is not None, opening_book.MISSING  # make setup installs the book extra
-    return opening_book.solver_spec().make().book
+    found = opening_book.machine_book()[1]
+    assert found is not None, opening_book.MISSING  # make setup installs the book extra
+    return found
 
 
 def _encode(moves: str, score: int) -> bytes:
@@ -101,6 +108,26 @@ def test_entries_written_from_the_format_read_back_as_the_solvers_scores():
         from_bitbully(_encode(positions[0], scores[0]) * 2)
 
 
+def test_entries_outside_the_format_are_refused_naming_the_entry():
+    """A value byte that no position has, and bits after the seventh column: the format's
+    contract; a book of one ply only (no ply= to get wrong)."""
+    solver = Solver(tt_log2=16)
+    (moves,) = _random_positions(1, BOOK_PLY, seed=3)
+    good = _encode(moves, solver.solve(moves))
+    assert len(from_bitbully(good)) == 1
+    code, value = good[:4], good[4]
+    for byte, why in [(127, "127"), (DISTANCE_BASE - 31, "69"),  # past the 30 plies left
+                      (DISTANCE_BASE - 2, "98"),  # a win at an even distance: the other's
+                      (256 - (DISTANCE_BASE - 1), "-99")]:  # a loss at an odd one  # fmt: skip
+        with pytest.raises(ValueError, match=rf"entry 1 \(.*\): the value {why} is neither 0"):
+            from_bitbully(good + code + bytes([byte]))  # entry 1: the bad one after a good one
+    trailing = (int.from_bytes(code, "big") | 1).to_bytes(4, "big")  # the last bit set
+    with pytest.raises(ValueError, match=r"entry 0 \(.*\) is not a position of 12 stones"):
+        from_bitbully(trailing + bytes([value]))
+    with pytest.raises(TypeError):
+        from_bitbully(good, ply=11)  # type: ignore[call-arg]
+
+
 def test_the_book_agrees_with_the_solver_on_a_sample_of_its_positions(book):
     """Every position of the sample scored by the search alone, as the book scores it."""
     rng = np.random.default_rng(0)
@@ -128,38 +155,170 @@ def test_with_the_book_every_move_of_the_opening_is_exact(book):
     assert with_book.analyze("4") == [-4, -2, -2, -1, -2, -2, -4]  # the mirror image holds too
 
 
-def test_the_book_is_made_once_per_machine_and_its_absence_is_one_line(
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
+    """A kept book made once for this module (copied by each test: a build takes seconds)."""
+    folder = tmp_path_factory.mktemp("kept") / "book"
+    src = opening_book.source()
+    assert src is not None, opening_book.MISSING
+    from_bitbully(np.fromfile(src, dtype=np.uint8)).save(folder, {"test": True})
+    return folder
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch, kept):
+    """``XDG_CACHE_HOME`` in ``tmp_path``, holding a copy of the kept book where this machine
+    looks for it; yields that folder. Each process-wide answer is forgotten around it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = opening_book.cache_folder(opening_book.source())
+    shutil.copytree(kept, folder)
+    opening_book.machine_book.cache_clear()
+    yield folder
+    opening_book.machine_book.cache_clear()
+
+
+def _found(caplog) -> tuple[OpeningBook, list[str]]:
+    """This machine's book as a new process finds it, and the warning lines it said."""
+    opening_book.machine_book.cache_clear()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        where, book = opening_book.machine_book()
+    assert book is not None and len(book) == 4_200_899
+    return where, [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def _assert_right(book) -> None:
+    """The opening's known scores through ``book`` (``44``: the issue that found the damage)."""
+    solver = Solver(tt_log2=20, book=book)
+    assert solver.analyze("") == EMPTY_BOARD
+    assert solver.analyze("44") == [-3, -3, -2, 1, -2, -3, -3]
+
+
+def test_a_whole_cache_is_found_without_reading_the_source_and_opened_as_it_is(cache, caplog):
+    made = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert set(made) == {"keys.npy", "scores.npy", MANIFEST}
+    where, said = _found(caplog)
+    assert where == str(cache) and said == []
+    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == made  # not made again
+    assert opening_book.solver_spec(16) == SolverSpec(16, str(cache))
+    assert len(SolverSpec(16, str(cache)).make().book) == 4_200_899  # a worker checks it too
+    manifest = json.loads((cache / MANIFEST).read_text())
+    assert manifest["entries"] == 4_200_899 and manifest["format"] == 2
+    assert manifest["files"]["scores.npy"]["bytes"] == (cache / "scores.npy").stat().st_size
+
+
+def _truncate(folder):
+    data = (folder / "keys.npy").read_bytes()
+    (folder / "keys.npy").write_bytes(data[: len(data) // 2])
+
+
+def _empty(folder):
+    (folder / "keys.npy").write_bytes(b"")
+
+
+def _flip(folder):  # the same size, every score's sign flipped: wrong answers, had it been read
+    scores = np.load(folder / "scores.npy", mmap_mode="r+")
+    scores[:] = -scores
+    scores.flush()
+    del scores
+
+
+def _unfinished(folder):  # what a crash during the first build left: no manifest, one array
+    (folder / MANIFEST).unlink()
+    (folder / "scores.npy").unlink()
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (_truncate, "keys.npy has {size} bytes, its manifest {full}"),
+        (_empty, "keys.npy has {size} bytes, its manifest {full}"),
+        (_flip, "scores.npy differs from its checksum"),
+        (_unfinished, "no manifest: a book left unfinished"),
+    ],
+    ids=["truncated", "zero-byte", "same-size", "partial"],
+)
+def test_a_damaged_cache_is_said_in_one_line_made_again_and_answers_right(
+    cache, caplog, damage, reason
+):
+    full = json.loads((cache / MANIFEST).read_text())["files"]["keys.npy"]["bytes"]
+    damage(cache)
+    size = (cache / "keys.npy").stat().st_size
+    assert size < full or damage is not _truncate
+    reason = reason.format(size=size, full=full)
+    where, said = _found(caplog)
+    assert said == [f"The opening book in {cache} was damaged ({reason}): made again"]
+    assert where == str(cache)
+    _assert_right(OpeningBook.load(cache))  # whole on disk again
+    assert [p.name for p in cache.parent.iterdir() if p.name.startswith(".")] == []  # no leftover
+
+
+def test_an_unwritable_cache_is_one_line_and_the_book_is_read_into_memory(
     tmp_path, monkeypatch, caplog
 ):
-    book_solve = opening_book.book_solver(16).solve
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    opening_book.book_folder.cache_clear()
+    (tmp_path / "file").write_text("not a folder")  # below a file: no one can write, root too
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))
     try:
-        folder = opening_book.book_folder()
-        assert folder is not None and folder.parent == tmp_path / "connect-zero-pipeline"
-        made = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
-        assert set(made) == {"keys.npy", "scores.npy"}
-        opening_book.book_folder.cache_clear()
-        assert opening_book.book_folder() == folder  # found, not made again
-        assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == made
-        spec = opening_book.solver_spec(16)
-        assert spec == SolverSpec(16, str(folder)) and len(spec.make().book) == 4_200_899
-        # Without the source: one warning, and the solver searches as before.
-        opening_book.book_folder.cache_clear()
-        monkeypatch.setattr(opening_book, "source", lambda: None)
-        caplog.clear()  # the book's "made" line is an INFO record where logging is configured
-        with caplog.at_level(logging.WARNING):
-            assert opening_book.solver_spec(16) == SolverSpec(16, None)
-        assert [r.getMessage() for r in caplog.records] == [opening_book.MISSING]
-        alone = SolverSpec(16, None).make()
-        assert alone.book is None and alone.solve("444444333333") == book_solve("444444333333")
-        # A worker whose machine lacks the folder (a Ray node): it says so and searches.
+        where, said = _found(caplog)
+        assert where == str(opening_book.source())  # workers read the source themselves
+        assert len(said) == 1 and said[0].startswith(f"The opening book cannot be kept in "
+                                                     f"{tmp_path / 'file' / 'cache'}")  # fmt: skip
+        assert "read into memory in each process instead" in said[0]
+        assert "XDG_CACHE_HOME moves the cache" in said[0]
+        _assert_right(opening_book.book_solver(20).book)
+        worker = SolverSpec(20, where).make()  # a worker process's solver
+        assert worker.analyze("44") == [-3, -3, -2, 1, -2, -3, -3]
+    finally:
+        opening_book.machine_book.cache_clear()
+
+
+def test_two_processes_making_the_book_at_once_both_answer_right_and_leave_it_whole(tmp_path):
+    """Two processes find no cache (an empty one, then a damaged one) and make it at once."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    code = ("from connect_zero_pipeline.common.opening_book import book_solver\n"
+            "print(book_solver(20).analyze('44'))")  # fmt: skip
+    folder = tmp_path / "connect-zero-pipeline" / opening_book.cache_folder(
+        opening_book.source()).name  # fmt: skip
+    for _ in ("empty", "damaged"):
+        procs = [subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for _ in range(2)]  # fmt: skip
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            assert out.strip() == "[-3, -3, -2, 1, -2, -3, -3]", (out, err)
+            assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
+        _assert_right(OpeningBook.load(folder))
+        assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no leftover
+        _flip(folder)  # the second round starts from a damaged book
+
+
+def test_without_the_source_the_solver_searches_and_says_so_once(book, monkeypatch, caplog):
+    monkeypatch.setattr(opening_book, "source", lambda: None)
+    opening_book.machine_book.cache_clear()
+    try:
         caplog.clear()
         with caplog.at_level(logging.WARNING):
-            assert SolverSpec(16, str(tmp_path / "none")).make().book is None
-        assert "No opening book at" in caplog.text
+            assert opening_book.solver_spec(16) == SolverSpec(16, None)
+            assert not opening_book.has_book()
+        assert [r.getMessage() for r in caplog.records] == [opening_book.MISSING]
+        alone = SolverSpec(16, None).make()
+        assert alone.book is None
+        assert alone.solve("444444333333") == Solver(16, book).solve("444444333333")
     finally:
-        opening_book.book_folder.cache_clear()
+        opening_book.machine_book.cache_clear()
+
+
+def test_a_worker_that_cannot_read_the_book_says_so_and_searches(tmp_path, caplog):
+    """A Ray node without the folder, or one damaged since the parent checked it."""
+    (tmp_path / "damaged").mkdir()
+    for where, reason in [(tmp_path / "none", "No such file or directory"),
+                          (tmp_path / "damaged", "no manifest")]:  # fmt: skip
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            assert SolverSpec(16, str(where)).make().book is None
+        assert f"No opening book at {where} in this process" in caplog.text
+        assert reason in caplog.text
 
 
 def test_a_book_lookup_answers_only_its_own_ply(book):

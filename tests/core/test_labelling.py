@@ -16,9 +16,10 @@ from connect_zero_pipeline.core.labelling import (
     generate_games,
     labelled_table,
 )
-from connect_zero_pipeline.core.solver import analyze
+from connect_zero_pipeline.core.solver import Solver
 from tests.helpers import bitboard_arrays
 
+analyze = Solver(tt_log2=20).analyze  # late positions: no book needed
 # Late-game positions: cheap to solve exactly.
 MOVES = ["664163221317133624532157163764", "2577713147446472", "44444433333322222", "1212124"]
 

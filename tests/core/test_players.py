@@ -15,7 +15,7 @@ from connect_zero_pipeline.core.players import (
     sample_move,
 )
 from connect_zero_pipeline.core.reference import NaiveGame
-from connect_zero_pipeline.core.solver import analyze
+from connect_zero_pipeline.core.solver import Solver
 from tests.helpers import unfinished_random_games
 
 
@@ -192,12 +192,15 @@ def test_random_opening_randomises_only_the_first_plies():
 # SolverPlayer
 # ---------------------------------------------------------------------------
 
+SOLVER = Solver(tt_log2=20)  # late positions: no book needed
+analyze = SOLVER.analyze
+
 
 def test_solver_player_plays_optimal_legal_moves():
     moves = unfinished_random_games(40, 14, 34, seed=5)  # from ply 14 on, the analysis is cheap
     state = bb.state_from_moves(moves)
     gen = torch.Generator().manual_seed(0)
-    actions = SolverPlayer().act(state, gen)
+    actions = SolverPlayer(solver=SOLVER).act(state, gen)
     assert actions.shape == (len(moves),) and actions.dtype == torch.int64
     for m, a in zip(moves, actions.tolist(), strict=True):
         scores = analyze(m)
@@ -209,7 +212,7 @@ def test_solver_player_through_a_labeller_plays_the_same_and_solves_each_positio
 
     moves = unfinished_random_games(40, 14, 34, seed=6)
     state = bb.state_from_moves(moves)
-    direct = SolverPlayer().act(state, torch.Generator().manual_seed(0))
+    direct = SolverPlayer(solver=SOLVER).act(state, torch.Generator().manual_seed(0))
     with Labeller(max_nodes=0, cache=SolvedCache(tmp_path), flush_seconds=30) as labeller:
         cached = SolverPlayer(labeller=labeller).act(state, torch.Generator().manual_seed(0))
         assert labeller.totals.solved == len(set(moves)) and len(labeller.cache) == len(set(moves))
@@ -229,15 +232,15 @@ def test_solver_player_breaks_ties_randomly_and_reproducibly():
     moves = "1233722555341451114725221333"  # columns 4-7 all score -1, 1-3 are full
     assert analyze(moves) == [None, None, None, -1, -1, -1, -1]
     state = bb.state_from_moves([moves] * 64)
-    picks = SolverPlayer().act(state, torch.Generator().manual_seed(1))
+    picks = SolverPlayer(solver=SOLVER).act(state, torch.Generator().manual_seed(1))
     assert set(picks.tolist()) == {3, 4, 5, 6}
-    again = SolverPlayer().act(state, torch.Generator().manual_seed(1))
+    again = SolverPlayer(solver=SOLVER).act(state, torch.Generator().manual_seed(1))
     assert torch.equal(picks, again)
 
 
 def test_solver_player_epsilon_one_is_random_and_legal():
     state = bb.state_from_moves(["4444441"] * 700)
-    picks = SolverPlayer(epsilon=1.0).act(state, torch.Generator().manual_seed(2))
+    picks = SolverPlayer(epsilon=1.0, solver=SOLVER).act(state, torch.Generator().manual_seed(2))
     counts = torch.bincount(picks, minlength=7)
     assert counts[3] == 0 and (counts[[0, 1, 2, 4, 5, 6]] > 60).all()
 
@@ -245,10 +248,12 @@ def test_solver_player_epsilon_one_is_random_and_legal():
 def test_solver_player_budget_fallback_wins_or_blocks():
     # With a 1-node budget neither analysis finishes (the budget covers all 7
     # moves): the fallback wins at once in the first game, blocks in the second.
-    player = SolverPlayer(max_nodes=1)
+    player = SolverPlayer(max_nodes=1, solver=SOLVER)
     state = bb.state_from_moves(["121217", "1212172"])
     picks = player.act(state, torch.Generator().manual_seed(3))
     assert picks.tolist() == [0, 0]
     assert player.num_fallbacks == 2
     with pytest.raises(ValueError):
-        SolverPlayer(epsilon=1.5)
+        SolverPlayer(epsilon=1.5, solver=SOLVER)
+    with pytest.raises(ValueError, match="needs a solver or a labeller"):
+        SolverPlayer()

@@ -14,16 +14,13 @@ from connect_zero_pipeline.core.bitboard import (
     popcount,
     top_mask_col,
 )
-from connect_zero_pipeline.core.solver import (
-    FULL_COLUMN,
-    Solver,
-    analyze,
-    analyze_batch,
-    column_bounds,
-    solve,
-    solve_batch,
-)
+from connect_zero_pipeline.core.solver import FULL_COLUMN, Solver
 from tests.helpers import PONS_DIR, unfinished_random_games
+
+SOLVER = Solver()  # one for the module, without the opening book: the search itself
+solve, analyze, solve_batch, analyze_batch, column_bounds = (
+    SOLVER.solve, SOLVER.analyze, SOLVER.solve_batch, SOLVER.analyze_batch, SOLVER.column_bounds
+)  # fmt: skip
 
 # A full board without four in a row (found by random play).
 DRAWN_GAME = "472424756645422154157737216635626711335331"

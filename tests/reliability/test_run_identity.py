@@ -360,11 +360,11 @@ def test_a_run_id_starts_from_that_run_s_last_generation(finished_run, tmp_path,
 
     positions = tmp_path / "positions.txt"
     positions.write_text("".join((PONS_DIR / "Test_L3_R1").read_text().splitlines(True)[:20]))
-    monkeypatch.chdir(project)  # the project's catalog and runs, read in this process
+    monkeypatch.chdir(tmp_path)  # outside the project: --project names it, --file is from here
     for model, said in [([], f"latest_model version {run_id}: run {run_id}, generation 2"),
                         (["--model", run_id], f"run {run_id}, generation 2")]:  # fmt: skip
-        status, out, _ = command("benchmark", "--file", str(positions), "--sims", "0", "--cache",
-                                 "none", *model)  # fmt: skip
+        status, out, _ = command("benchmark", "--project", str(project), "--file",
+                                 "positions.txt", "--sims", "0", "--cache", "none", *model)  # fmt: skip
         assert status == 0  # (that it comes first: tests/commands/test_benchmark)
         assert f"Model: {said}\n\n| file | agent |" in out, out[:300]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+import re
 import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -49,6 +50,12 @@ def best_rate(fn: Callable[[], int], repeats: int = 3, min_seconds: float = 0.5)
 QUICK = click.Option(["--quick"], is_flag=True, help="Smaller sizes, for a smoke run.")
 
 
+def first_sentence(text: str) -> str:
+    """A help text's first sentence: the command's whole line in a list of commands (click
+    would cut a longer one at the terminal's width)."""
+    return re.split(r"(?<=[.?])\s", text.strip(), maxsplit=1)[0]
+
+
 def _names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
 
@@ -60,11 +67,12 @@ def _emit(run: Callable[..., Iterator[dict]], options: dict) -> None:
 
 def _command(name: str) -> click.Command:
     module = importlib.import_module(f"{__name__}.{name}")
-    summary = (module.__doc__ or name).strip().split("\n\n")[0]
+    summary = " ".join((module.__doc__ or name).strip().split("\n\n")[0].split())
     summary = summary.replace(f"``bench {name}``: ", "").replace("``", "")
+    summary = summary[:1].upper() + summary[1:]
     return click.Command(name, params=[QUICK, *getattr(module, "OPTIONS", ())],
-                         callback=lambda **options: _emit(module.run, options),
-                         help=summary[:1].upper() + summary[1:])  # fmt: skip
+                         callback=lambda **options: _emit(module.run, options), help=summary,
+                         short_help=first_sentence(summary))  # fmt: skip
 
 
 class Benches(click.Group):

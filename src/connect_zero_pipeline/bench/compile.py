@@ -56,8 +56,8 @@ OPTIONS = [
     click.Option(
         ["--compile"],
         default=None,
-        help="The torch.compile backend (default: the "
-        "recipe's, inductor; eager or aot_eager trace only).",
+        show_default="the recipe's, inductor",
+        help="The torch.compile backend (eager or aot_eager trace only).",
     ),
 ]
 """``bench compile``'s options besides ``--quick``."""

@@ -73,9 +73,9 @@ KERNEL_MARKS = ("cpp_fused", "triton_")
 """Profiler event names of inductor's generated kernels (CPU, CUDA)."""
 
 OPTIONS = [
-    click.Option(["--model"], help="The network preset (default: tiny)."),
-    click.Option(["--sizes"], help="Batch sizes, e.g. 512,4096 (default: by --quick)."),
-    click.Option(["--sims"], help="Simulation counts, e.g. 16,64 (default: by --quick)."),
+    click.Option(["--model"], show_default="tiny", help="The network preset."),
+    click.Option(["--sizes"], show_default="by --quick", help="Batch sizes, e.g. 512,4096."),
+    click.Option(["--sims"], show_default="by --quick", help="Simulation counts, e.g. 16,64."),
     click.Option(
         ["--compile"],
         default="inductor",
@@ -83,7 +83,7 @@ OPTIONS = [
         help="The compiled "
         "cells' torch.compile backend (eager or aot_eager trace only; off skips them).",
     ),
-    click.Option(["--ways"], help="Which ways, e.g. host_sync,device (default: all three)."),
+    click.Option(["--ways"], show_default="all three", help="Which ways, e.g. host_sync,device."),
 ]
 """``bench selfplay``'s options besides ``--quick``."""
 

@@ -59,7 +59,7 @@ CLASSES = {"L2_R2": ((15, 28), (14, 27)), "L1_R1": ((1, 14), (1, 13))}
 GENERATE_MAX_NODES = 2_000_000
 
 OPTIONS = [
-    click.Option(["--file"], help="A Pons benchmark file (default: the shipped sets)."),
+    click.Option(["--file"], show_default="the shipped sets", help="A Pons benchmark file."),
     click.Option(
         ["--generated"],
         is_flag=True,
@@ -159,9 +159,9 @@ def _startup_seconds() -> dict:
     code = (
         "import json, time\n"
         "t0 = time.perf_counter()\n"
-        "from connect_zero_pipeline.core.solver import solve\n"
+        "from connect_zero_pipeline.core.solver import Solver\n"
         "t1 = time.perf_counter()\n"
-        "solve('52753311433677442422121')\n"
+        "Solver().solve('52753311433677442422121')\n"
         "t2 = time.perf_counter()\n"
         "print(json.dumps({'import_s': t1 - t0, 'first_solve_s': t2 - t1}))\n"
     )

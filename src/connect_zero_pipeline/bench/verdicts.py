@@ -28,7 +28,8 @@ OPTIONS = [
         ["--nodes"],
         type=click.IntRange(min=1),
         default=None,
-        help="The node budget a column (default: the play command's).",
+        show_default="the play command's",
+        help="The node budget a column.",
     ),
 ]
 """``bench verdicts``' options besides ``--quick``."""

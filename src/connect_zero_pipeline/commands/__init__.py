@@ -23,15 +23,41 @@ class UnknownName(click.ClickException):
     exit_code = 2
 
 
+class Whole(click.ParamType):
+    """An integer from ``low`` to ``high`` (None: no bound), typed as an integer in --help and
+    refused in the project's words: ``must be <what>, got '<text>'``."""
+
+    name = "integer"
+
+    def __init__(self, low: int = 0, high: int | None = None, what: str = "an integer >= 0"):
+        self.low, self.high, self.what = low, high, what
+
+    def convert(self, value, param, ctx) -> int:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number < self.low or (self.high is not None and number > self.high):
+            self.fail(f"must be {self.what}, got {str(value)!r}", param, ctx)
+        return number
+
+
+COUNT = Whole()
+"""A count: an integer >= 0."""
+PORT = Whole(0, 65535, "a port in [0, 65535]")
+"""A TCP port (0: any free one)."""
+
+
 def max_nodes_option(what: str):
     """``--max-nodes N``: the solver's node budget a position (0: no limit); ``what`` it does
     past it ("Skip a position")."""
     return click.option(
         "--max-nodes",
-        type=click.IntRange(min=0),
+        type=COUNT,
         default=0,
+        show_default=True,
         metavar="N",
-        help=f"{what} after N search nodes (default 0: no limit).",
+        help=f"{what} after N search nodes (0: no limit).",
     )
 
 
@@ -51,7 +77,7 @@ class LazyCommand(click.Command):
     command's own)."""
 
     def __init__(self, name: str, load: str | Callable[[], click.Command], line: str) -> None:
-        super().__init__(name, help=line)  # listed as click lists a help: cut to the width
+        super().__init__(name, help=line, short_help=line)  # listed whole (click wraps it)
         self.load = load
         self._real: click.Command | None = None
 
@@ -119,22 +145,20 @@ COMMANDS = {
     "run": ("connect_zero_pipeline.commands.run:run",
             "Train and measure: kedro run (--pipelines, --params, --env)."),
     "play": ("connect_zero_pipeline.commands.play:play",
-             "Play the trained agent in the terminal, or in the browser with --web."),
+             "Play the agent in the terminal, or in the browser with --web."),
     "benchmark": ("connect_zero_pipeline.commands.benchmark:benchmark",
-                  "Score a trained agent (the network alone and MCTS agents) on files of "
-                  "positions in Pons' benchmark format, labelled by the perfect solver: a "
-                  "table of the results."),
+                  "Score an agent on position files against the perfect solver."),
     "curve": ("connect_zero_pipeline.commands.curve:curve",
-              "Print a run's learning curve (per-generation metrics) as a Markdown table."),
+              "Print a run's learning curve as a Markdown table."),
     "runs": ("connect_zero_pipeline.commands.runs:runs",
-             "List the project's runs: id, status (running, finished, failed, interrupted), "
-             "pipelines, generations, start and error."),
+             "List the project's runs: id, status, generations, start, error."),
     "solve": ("connect_zero_pipeline.commands.solve:solve",
-              "Solve Connect-4 positions read from standard input, one move string per line."),
+              "Solve positions from standard input, one move string a line."),
     "bench": ("connect_zero_pipeline.bench:bench", "Benchmarks: one JSON line per figure."),
 }  # fmt: skip
 """Every command: name -> (where its click command is, imported when it runs; its line in
-the list of commands, which is the command's own short help)."""
+the list of commands, which is the command's own short help: one line of an 80-column
+terminal, ``tests/commands/test_cli.py`` checks)."""
 
 
 @click.group(name="Connect Zero Pipeline", cls=ProjectCommands, lazy=COMMANDS,

@@ -82,7 +82,14 @@ from ..executors.settings import NodeSettings
 from ..params.pons import PonsConfig
 from ..run.manifest import newest_version
 from . import finish, max_nodes_option
-from .model_source import CommandError, model_options, one_model, resolve_model, run_command
+from .model_source import (
+    CommandError,
+    from_here,
+    model_options,
+    one_model,
+    resolve_model,
+    run_command,
+)
 
 EXIT_BAD_INPUT = 1
 
@@ -135,7 +142,8 @@ def _searches() -> list[str]:
     default="0",
     callback=_sims,
     metavar="N[,N...]",
-    help="The agents: 0 is the network alone, N > 0 MCTS with N simulations (default 0).",
+    show_default=True,
+    help="The agents: 0 is the network alone, N > 0 MCTS with N simulations.",
 )
 @click.option(
     "--plies",
@@ -155,8 +163,8 @@ def _searches() -> list[str]:
     "--cache",
     default=None,
     metavar="DIR",
-    help="A persistent solver cache (default: the project's data/02_intermediate/"
-    "solver_cache inside a Kedro project; 'none': no cache).",
+    show_default="the project's data/02_intermediate/solver_cache",
+    help="A persistent solver cache ('none': no cache).",
 )
 @click.option(
     "--batch-size",
@@ -173,11 +181,18 @@ def _searches() -> list[str]:
     help="One JSON line per file and agent, with every metric, instead of the table.",
 )
 def benchmark(**options) -> None:
-    """Score a trained agent (the network alone and MCTS agents) on files of positions in
-    Pons' benchmark format, labelled by the perfect solver: a table of the results."""
+    """Score an agent on position files against the perfect solver.
+
+    The network alone and MCTS agents (--sims) on files in Pons' benchmark format, each
+    position labelled by the perfect solver: a table of the results (--json: one line a
+    file and agent)."""
     one_model(options["model"], options["dataset"])
     args = SimpleNamespace(**{**options, "json": options.pop("as_json")})
-    finish(run_command(lambda: run(args, sys.stdout, sys.stderr)))
+    args.files = tuple(from_here(f) for f in args.files)
+    args.model = from_here(args.model)
+    if args.cache is not None and args.cache.lower() != "none":
+        args.cache = from_here(args.cache)
+    finish(run_command(lambda: run(args, sys.stdout, sys.stderr), args.project))
 
 
 LABELLED_COLUMNS = ("position", "mask", "ply", "best_score", "decisive")

@@ -121,15 +121,18 @@ def _no_generations(project: Path, run_id: str | None) -> click.ClickException:
 
 
 @click.command()
-@click.option("--run", "run_id", default=None, help="A run id (default: the newest run with a "
-              "learning curve).")  # fmt: skip
+@click.option("--run", "run_id", default=None, help="A run id.",
+              show_default="the newest run with a learning curve")  # fmt: skip
 @click.option("--times", is_flag=True, help="Add when each generation's model and scorecard "
               "were written (seconds since the run started).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a generation, every "
               "metric under its own name (for scripts), in place of the heading and table.")  # fmt: skip
 @PROJECT
 def curve(run_id: str | None, project: Path, times: bool, as_json: bool) -> None:
-    """Print a run's learning curve (per-generation metrics) as a Markdown table."""
+    """Print a run's learning curve as a Markdown table.
+
+    A row per generation, its metrics a column each (--json: every metric, one object a
+    generation)."""
     chosen = "--run"
     if run_id is None:
         run_id = newest_curve_run(project)  # a later ladder or export run has no generations

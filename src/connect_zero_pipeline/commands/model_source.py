@@ -10,6 +10,8 @@ around the working directory without running a pipeline.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -53,14 +55,17 @@ class CommandError(Exception):
 EXIT_USAGE = 2  # a usage error: no model, an unreadable file, a port in use
 
 
-def run_command(body: Callable[[], int]) -> int:
-    """Run a command's body; a :class:`CommandError` prints ``Error: ...`` (exit 2).
+def run_command(body: Callable[[], int], project: Path | None = None) -> int:
+    """Run a command's body (in ``project``, ``--project``, when given: paths the user typed
+    are made absolute first with :func:`from_here`); a :class:`CommandError` prints
+    ``Error: ...`` (exit 2).
 
     Ctrl-C prints ``Interrupted.`` and exits 130: in a command process through
     :mod:`.interrupts`, in-process (``commands.invoke``) through ``KeyboardInterrupt``.
     """
     try:
-        return body()
+        with chdir(project) if project is not None else contextlib.nullcontext():
+            return body()
     except CommandError as exc:
         print(f"Error: {exc}", file=sys.stderr)  # the one style, as click and kedro run
         return EXIT_USAGE
@@ -226,9 +231,24 @@ def _registered(uri: str):
     return network, f"{uri} ({network.meta['registered']})"
 
 
+def from_here(path: str | None) -> str | None:
+    """A path the user typed, absolute (it names a file from the folder the command started
+    in, wherever ``--project`` is); a registered version or a run id as it is."""
+    if path is None or path.startswith(REGISTRY_PREFIX) or RUN_ID.match(path):
+        return path
+    return os.path.abspath(path)
+
+
 def model_options(command):
     """``--model PATH | --dataset NAME``, as :func:`resolve_model` takes them (check them
-    with :func:`one_model`)."""
+    with :func:`one_model`), and ``--project`` (:func:`run_command`'s ``project``)."""
+    command = click.option(
+        "--project",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        show_default="the one around the current folder",
+        help="The project folder, whose catalog, runs and registry name the model.",
+    )(command)
     command = click.option(
         "--dataset",
         default=DEFAULT_MODEL_ENTRY,

@@ -40,10 +40,10 @@ from ..core.config.search import MCTSConfig
 from ..core.inference import torch_evaluate_fn
 from ..core.players import masked_logits, sample_move
 from ..core.search import search
-from . import finish, interrupts
+from . import COUNT, PORT, finish, interrupts
 from .board import SOLVER_LEGEND, Analysis, analysis, grid
 from .model_source import CommandError as PlayError
-from .model_source import model_options, one_model, resolve_model, run_command
+from .model_source import from_here, model_options, one_model, resolve_model, run_command
 from .page import resolve_page, serve
 from .verdicts import SOLVER_NODES, solver_bounds
 
@@ -190,29 +190,12 @@ def _one_game(agent, moves, human_first, solver_nodes, colour, stdin, out) -> st
         moves += str(thought.column + 1)
 
 
-def _count(ctx, param, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise click.BadParameter(f"must be an integer >= 0, got {text!r}")
-    return value
-
-
-def _port(ctx, param, text: str) -> int:
-    value = _count(ctx, param, text)
-    if value > 65535:
-        raise click.BadParameter(f"must be a port in [0, 65535], got {text!r}")
-    return value
-
-
 @click.command()
 @click.option("--web", is_flag=True, help="Serve the exported play page on 127.0.0.1 instead.")
 @click.option(
     "--port",
-    default="8000",
-    callback=_port,
+    type=PORT,
+    default=8000,
     show_default=True,
     help="--web: the port (0: any free one).",
 )
@@ -221,13 +204,14 @@ def _port(ctx, param, text: str) -> int:
     "page_dir",
     default=None,
     metavar="PATH",
-    help="--web: the page folder (default: the latest 'play_page' version).",
+    show_default="the latest 'play_page' version",
+    help="--web: the page folder.",
 )
 @model_options
 @click.option(
     "--sims",
-    default="0",
-    callback=_count,
+    type=COUNT,
+    default=0,
     show_default=True,
     metavar="N",
     help="MCTS simulations per move (0: the raw policy).",
@@ -236,24 +220,27 @@ def _port(ctx, param, text: str) -> int:
     "--first/--second",
     "human_first",
     default=True,
-    help="You move first (the default), or the agent does.",
+    show_default=True,
+    help="You move first, or the agent does.",
 )
 @click.option(
     "--moves", default="", help="Start from this position (a Pons move string, e.g. 4453)."
 )
 @click.option(
     "--solver-nodes",
-    default=str(SOLVER_NODES),
-    callback=_count,
+    type=COUNT,
+    default=SOLVER_NODES,
     show_default=True,
     metavar="N",
     help="The perfect solver's verdict on every column at each agent "
     "move (the terminal, and the page served by --web), within N nodes a column "
     "(0: none).",
 )
-def play(web, port, page_dir, model, dataset, sims, human_first, moves, solver_nodes) -> None:
-    """Play the trained agent in the terminal, or in the browser with --web."""
+def play(web, port, page_dir, model, dataset, project, sims, human_first, moves,
+         solver_nodes) -> None:  # fmt: skip
+    """Play the agent in the terminal, or in the browser with --web."""
     one_model(model, dataset)
+    model, page_dir = from_here(model), from_here(page_dir)
 
     def body() -> int:
         if web:
@@ -261,4 +248,4 @@ def play(web, port, page_dir, model, dataset, sims, human_first, moves, solver_n
         network, description = resolve_model(model, dataset)
         return play_terminal(network, description, sims, human_first, moves, solver_nodes)
 
-    finish(run_command(body))
+    finish(run_command(body, project))

@@ -20,6 +20,7 @@ other exception) always shows its traceback.
 from __future__ import annotations
 
 import contextlib
+import copy
 import difflib
 import errno
 import logging
@@ -37,6 +38,7 @@ from rich.logging import RichHandler
 
 from ..common.errors import Terminated, run_of, unrecorded
 from ..common.internals import unknown_nodes
+from ..common.naming import DEFAULT_PIPELINE
 from ..common.project import in_project
 from ..common.quiet import drop_log_records
 from ..common.stops import EXIT_INTERRUPTED, EXIT_TERMINATED, INTERRUPTED, TERMINATED, stops_handled
@@ -236,6 +238,30 @@ def _resume_hint(error: BaseException, how: str, before: str = "", fix: bool = T
     return True
 
 
+RUN_HELP = f"""Train and measure: run the project's pipelines (Kedro's run, with a
+one-paragraph message for a user's mistake).
+
+\b
+Without --pipelines it runs {DEFAULT_PIPELINE}: self-play, training and the
+scorecard for alphazero.num_generations generations, then the export and the
+registered model. Every output is a version named by the run's id; a failed
+or killed run resumes with make resume RUN=<id>.
+"""
+"""``run --help``'s text: the project's default pipeline and how a run is resumed."""
+
+_HELP = {  # Kedro's options whose words are Kedro's defaults, in the project's words
+    "pipelines": "Comma-separated pipelines to run (" + ", ".join(
+        n for n in pipeline_names() if n != "__default__") + ").",
+    "runner": "The Kedro runner; SequentialRunner runs one node at a time (self-play and "
+              "labelling fan out inside their nodes).",
+    "env": "A configuration env: conf/<env> over conf/base (quick, gpu, tiny, ...).",
+    "params": "Parameters over the env's, key=value with dotted keys, comma-separated, "
+              "e.g. alphazero.num_generations=4,selfplay.num_games=100.",
+}  # fmt: skip
+_SHOWN = {"pipelines": DEFAULT_PIPELINE, "runner": "SequentialRunner", "env": "local"}
+"""What each of those options means when it is not given, as --help shows it."""
+
+
 def _run_params() -> list[click.Parameter]:
     """Kedro's run options, its deprecated ``--pipeline`` kept as the project's own spelling
     of ``--pipelines`` with one name (Kedro warns about it; ``_run`` passes it on as the
@@ -246,6 +272,10 @@ def _run_params() -> list[click.Parameter]:
             param = click.Option(["--pipeline", "-p"], type=str, default=None,
                                  help="The one pipeline to run: --pipeline=NAME is "
                                       "--pipelines=NAME.")  # fmt: skip
+        elif param.name in _HELP:
+            param = copy.copy(param)
+            param.help = _HELP[param.name]
+            param.show_default = _SHOWN.get(param.name, False)
         params.append(param)
     return [*params, click.Option(["--verbose"], is_flag=True, help=VERBOSE_HELP)]
 
@@ -254,6 +284,6 @@ run = click.Command(
     name="run",
     params=_run_params(),
     callback=_run,
-    help=_kedro_run.help,
+    help=RUN_HELP,
     short_help="Train and measure: kedro run (--pipelines, --params, --env).",
 )

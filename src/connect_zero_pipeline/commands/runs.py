@@ -78,6 +78,8 @@ PROJECT = click.option("--project", default=".", show_default=True, type=click.P
 @click.command()
 @PROJECT
 def runs(project: Path) -> None:
-    """List the project's runs: id, status (running, finished, failed, interrupted),
-    pipelines, generations, start and error."""
+    """List the project's runs: id, status, generations, start, error.
+
+    The status is running, finished, failed or interrupted (its process gone); the table
+    also gives each run's pipelines and how to resume or extend it."""
     click.echo(runs_table(project))

@@ -11,10 +11,13 @@ Output: one line per input line, so that output line ``i`` answers input line ``
 - ``--analyze``: ``<moves> s1 .. s7``, the score of each column, ``x`` for a full one.
 
 Scores are in Pons' convention, from the side to move's view (see
-:mod:`connect_zero_pipeline.core.solver`).
+:mod:`connect_zero_pipeline.core.solver`). Positions before ply 12 are answered
+through the opening book (the ``book`` extra, which ``make setup`` installs),
+kept in ``$XDG_CACHE_HOME/connect-zero-pipeline`` (docs/solver.md).
 
-An empty input line gives an empty output line and is not an error. It is
-*not* solved as the empty board: without an opening book that takes minutes.
+An empty input line is the empty board (its scores are ``-2 -1 0 1 0 -1 -2``,
+at once with the opening book; without it, the search takes hours). The output
+line of a position is its answer alone when its move string is empty.
 An invalid line (a character outside 1-7, a move into a full column, a move
 after the game is over, a finished game, extra text) prints an error naming
 the line number and the bad move on stderr and an empty output line; the
@@ -44,13 +47,29 @@ from . import finish, max_nodes_option
 @click.option(
     "--tt-log2",
     type=click.IntRange(10, 30),
-    default=None,
+    default=DEFAULT_TT_LOG2,
+    show_default=True,
     metavar="N",
-    help="A transposition table of 2**N entries of 8 bytes (default 23: 64 MiB).",
+    help="A transposition table of 2**N entries of 8 bytes (23: 64 MiB).",
 )
 @max_nodes_option("Give up on a position")
 def solve(**options) -> None:
-    """Solve Connect-4 positions read from standard input, one move string per line."""
+    """Solve positions from standard input, one move string a line.
+
+    \b
+    A line is a move string (4453: 1-based columns from the empty board) or a
+    line of Pons' benchmark files (<moves> <score>); an empty line is the empty
+    board. Each output line answers its input line: <moves> <score>, the sign
+    with --weak, each column's score with --analyze (x: a full column). Scores
+    are the side to move's: 0 a draw, 22 - k a win with the winner's k-th stone.
+
+    \b
+    The opening (before ply 12) is answered from the opening book, made once
+    per machine from the book extra (make setup installs it) into
+    $XDG_CACHE_HOME/connect-zero-pipeline (~/.cache/connect-zero-pipeline
+    without it), checked by every process, made again when damaged. Without
+    the book a position of the opening takes minutes.
+    """
     if options["weak"] and options["analyze"]:
         raise click.UsageError("--weak and --analyze cannot be combined")
     finish(run(SimpleNamespace(**options), sys.stdin, sys.stdout, sys.stderr))
@@ -75,7 +94,7 @@ def run(args: SimpleNamespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) ->
     """Process every line of ``stdin``; returns the exit status (0 ok, 1 some line failed)."""
     import numpy as np  # noqa: PLC0415 (numpy: not for the light commands)
 
-    solver = book_solver(args.tt_log2 if args.tt_log2 is not None else DEFAULT_TT_LOG2)
+    solver = book_solver(args.tt_log2)
     status = 0
     for number, (raw, too_long) in enumerate(bounded_lines(stdin), start=1):
         if too_long:
@@ -84,9 +103,6 @@ def run(args: SimpleNamespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) ->
             status = 1
             continue
         line = raw.strip()
-        if not line:
-            print("", file=stdout, flush=True)
-            continue
         try:
             moves = split_line(line)
             moves_to_bitboards(moves)  # names the bad move and its index
@@ -115,5 +131,5 @@ def run(args: SimpleNamespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) ->
             print("", file=stdout, flush=True)
             status = 1
             continue
-        print(f"{moves} {text}", file=stdout, flush=True)
+        print(f"{moves} {text}" if moves else text, file=stdout, flush=True)
     return status

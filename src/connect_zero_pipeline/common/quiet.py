@@ -46,6 +46,10 @@ KNOWN_LOG_RECORDS = [
     # which says it once, in one paragraph naming the file (tracking.store_help).
     ("mlflow.store.db.utils", "database is locked"),
     ("mlflow.store.db.utils", "readonly database"),
+    # kedro-viz's run hook, at every partial run (a resume, --nodes, --pipelines=export):
+    # its event file for the viz is skipped, nothing a user can act on; make viz shows the
+    # lineage either way.
+    ("kedro_viz.integrations.kedro.run_hooks", "Workflow tracking is disabled"),
 ]
 
 

@@ -24,14 +24,23 @@ code): ``4,200,899`` entries of 5 bytes, sorted by their first 4, a big-endian s
 to move at 12 stones). The code reads the columns left to right, each bottom to top: ``10``
 a stone of the first player, ``11`` of the second, ``0`` the end of the column (after a
 full column too), then one ``0`` more. The value is 0 for a draw, ``100 - d`` when the
-first player wins ``d`` plies from the position, ``-(100 - d)`` when it loses so.
-:func:`from_bitbully` turns it into :class:`OpeningBook` arrays (about a second in compiled
-code); ``common.opening_book`` keeps them in the user's cache, made once per machine, and
-each process memory-maps them.
+first player wins ``d`` plies from the position, ``-(100 - d)`` when it loses so (``d`` odd
+for a win, even for a loss, at most the 30 plies left). :func:`from_bitbully` turns it into
+:class:`OpeningBook` arrays (about a second in compiled code) and refuses any entry outside
+this format; ``common.opening_book`` keeps them in the user's cache, made once per machine,
+and each process memory-maps them.
+
+**A kept book** is a folder of ``keys.npy``, ``scores.npy`` and ``manifest.json``, written
+last: the format, the number of entries, each array file's size and CRC-32 (what a check
+costs: a few ms a process), and where the arrays came from. :meth:`OpeningBook.load`
+trusts a folder only when all of it matches (:class:`DamagedBook` says what does not).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +57,18 @@ ENTRY_BYTES = 5
 """Bytes of one entry of the source file (a 4-byte position code and a 1-byte value)."""
 DISTANCE_BASE = 100
 """The source's value of a win ``d`` plies away is ``DISTANCE_BASE - d``."""
+FORMAT = 2
+"""The format of a kept book's folder (:meth:`OpeningBook.save`): 2 adds its manifest."""
+MANIFEST = "manifest.json"
+"""The file that makes a kept book's folder whole, written last (:meth:`OpeningBook.save`)."""
+ARRAYS = {"keys.npy": np.int64, "scores.npy": np.int8}
+"""A kept book's array files and their dtypes."""
+
+
+class DamagedBook(ValueError):
+    """A kept book's folder that does not match its manifest (or has none): its message says
+    what is wrong, in a few words."""
+
 
 _H1 = HEIGHT + 1
 _COL = (1 << HEIGHT) - 1
@@ -74,24 +95,88 @@ class OpeningBook:
         found = book_score(np.int64(position), np.int64(mask), self.keys, self.scores)
         return None if found == NO_SCORE else int(found)
 
-    def save(self, folder: Path) -> None:
-        """``keys.npy`` and ``scores.npy`` in ``folder`` (created), each written whole."""
+    def save(self, folder: Path, source: dict | None = None) -> None:
+        """The book in ``folder`` (created): its arrays, then its manifest (module docstring;
+        ``source``: where the arrays came from, recorded in it), each file on disk before the
+        next is written, so that a folder with a manifest is a whole book."""
         folder.mkdir(parents=True, exist_ok=True)
-        for name, array in (("keys", self.keys), ("scores", self.scores)):
-            tmp = folder / f".{name}.tmp.npy"  # np.save adds .npy to any other name
-            np.save(tmp, np.ascontiguousarray(array))
-            tmp.replace(folder / f"{name}.npy")
+        files = {}
+        for name, array in (("keys.npy", self.keys), ("scores.npy", self.scores)):
+            array = np.ascontiguousarray(array)
+            with open(folder / name, "wb") as f:
+                np.save(f, array)
+                f.flush()
+                os.fsync(f.fileno())
+            files[name] = {"bytes": (folder / name).stat().st_size, "crc32": _crc32(array)}
+        manifest = {"format": FORMAT, "ply": self.ply, "entries": len(self), "files": files,
+                    "source": source or {}}  # fmt: skip
+        tmp = folder / f".{MANIFEST}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(manifest, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(folder / MANIFEST)
+        _fsync_folder(folder)
 
     @classmethod
     def load(cls, folder: Path) -> OpeningBook:
         """The book :meth:`save` wrote in ``folder``, memory-mapped read-only (processes that
-        load it share its pages)."""
-        keys = np.load(folder / "keys.npy", mmap_mode="r")
-        scores = np.load(folder / "scores.npy", mmap_mode="r")
-        if keys.dtype != np.int64 or scores.dtype != np.int8 or keys.shape != scores.shape:
-            raise ValueError(f"{folder}: not an opening book (keys {keys.dtype} {keys.shape}, "
-                             f"scores {scores.dtype} {scores.shape})")  # fmt: skip
-        return cls(np.asarray(keys), np.asarray(scores))
+        load it share its pages), once every file matches the manifest: sizes, dtypes,
+        entries and checksums.
+
+        Raises:
+            DamagedBook: what does not match (no manifest: a book left unfinished).
+        """
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text())
+            entries, files, ply = int(manifest["entries"]), manifest["files"], manifest["ply"]
+            if manifest["format"] != FORMAT:
+                raise DamagedBook(f"format {manifest['format']!r}, not {FORMAT}")
+        except FileNotFoundError:
+            raise DamagedBook("no manifest: a book left unfinished") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, DamagedBook):
+                raise
+            raise DamagedBook(f"an unreadable manifest ({type(exc).__name__})") from None
+        arrays = {}
+        for name, dtype in ARRAYS.items():
+            path = folder / name
+            try:
+                size, want = path.stat().st_size, files[name]
+                if size != want["bytes"]:
+                    raise DamagedBook(f"{name} has {size} bytes, its manifest {want['bytes']}")
+                array = np.load(path, mmap_mode="r")
+            except FileNotFoundError:
+                raise DamagedBook(f"{name} is missing") from None
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                if isinstance(exc, DamagedBook):
+                    raise
+                raise DamagedBook(f"{name} is unreadable ({type(exc).__name__})") from None
+            if array.dtype != dtype or array.shape != (entries,):
+                raise DamagedBook(f"{name} holds {array.dtype} {array.shape}, not {entries} "
+                                  f"{np.dtype(dtype)}")  # fmt: skip
+            if _crc32(array) != want["crc32"]:
+                raise DamagedBook(f"{name} differs from its checksum")
+            arrays[name] = np.asarray(array)
+        return cls(arrays["keys.npy"], arrays["scores.npy"], int(ply))
+
+
+def _crc32(array: np.ndarray) -> int:
+    return zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B"))
+
+
+def _fsync_folder(folder: Path) -> None:
+    """The folder's entries on disk (where the system allows a folder to be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @njit(cache=True, inline="always")
@@ -124,39 +209,48 @@ def book_score(position, mask, keys, scores):
 
 
 @njit(cache=True, inline="always")
-def pons_score(value, ply):
-    """The source's value of a position of ``ply`` stones (even: the first player to move)
-    in Pons' convention for the side to move."""
+def pons_score(value):
+    """The source's value of a position of :data:`BOOK_PLY` stones (even: the first player
+    to move) in Pons' convention for the side to move."""
     if value == 0:
         return 0
     if value > 0:  # the first player completes four with stone ply + d, its (ply + d + 1) / 2-th
-        last = ply + DISTANCE_BASE - value
+        last = BOOK_PLY + DISTANCE_BASE - value
         return (NUM_CELLS // 2 + 1) - (last + 1) // 2
-    last = ply + DISTANCE_BASE + value  # the second player's, its (ply + d) / 2-th
+    last = BOOK_PLY + DISTANCE_BASE + value  # the second player's, its (ply + d) / 2-th
     return -((NUM_CELLS // 2 + 1) - last // 2)
 
 
+BAD_CODE, BAD_VALUE = 1, 2
+"""What :func:`_decode` found wrong with an entry."""
+
+
 @njit(cache=True)
-def _decode(raw, ply, keys, scores):
-    """Fill ``keys`` and ``scores`` from the source's entries ``raw [N, 5] uint8``; returns the
-    index of the first bad entry, or -1."""
+def _decode(raw, keys, scores, bad):
+    """Fill ``keys`` and ``scores`` from the source's entries ``raw [N, 5] uint8``. At the
+    first entry outside the format, ``bad`` gets its index and :data:`BAD_CODE` (not a
+    position of :data:`BOOK_PLY` stones, or bits after the seventh column) or
+    :data:`BAD_VALUE` (neither 0 nor a distance the position can have: ``d`` from 1 to the
+    plies left, odd for a win of the side to move, even for a loss), and it stops."""
     for i in range(raw.shape[0]):
         code = (np.int64(raw[i, 0]) << 24) | (np.int64(raw[i, 1]) << 16) | (
             np.int64(raw[i, 2]) << 8) | np.int64(raw[i, 3])  # fmt: skip
         bit = 31  # the next bit to read, most significant first
-        first = 0  # the first player's stones
+        first = 0  # the first player's stones: the side to move's at an even ply
         mask = 0
         stones = 0
         for c in range(WIDTH):
             h = 0
             while True:
                 if bit < 0 or h > HEIGHT:
-                    return i
+                    bad[0], bad[1] = i, BAD_CODE
+                    return
                 if (code >> bit) & 1 == 0:  # the end of the column
                     bit -= 1
                     break
                 if bit < 1:
-                    return i
+                    bad[0], bad[1] = i, BAD_CODE
+                    return
                 cell = np.int64(1) << (_H1 * c + h)
                 mask |= cell
                 if (code >> (bit - 1)) & 1 == 0:
@@ -164,24 +258,29 @@ def _decode(raw, ply, keys, scores):
                 bit -= 2
                 h += 1
                 stones += 1
-        if stones != ply:
-            return i
-        side = first if ply % 2 == 0 else first ^ mask  # the side to move's stones
-        keys[i] = book_key(side, mask)
+        if stones != BOOK_PLY or code & ((np.int64(1) << (bit + 1)) - 1) != 0:
+            bad[0], bad[1] = i, BAD_CODE
+            return
         value = np.int64(raw[i, 4])
         if value >= 128:
             value -= 256
-        scores[i] = pons_score(value, ply)
-    return -1
+        if value != 0:
+            d = DISTANCE_BASE - abs(value)
+            if d < 1 or d > NUM_CELLS - BOOK_PLY or (d % 2 == 1) != (value > 0):
+                bad[0], bad[1] = i, BAD_VALUE
+                return
+        keys[i] = book_key(first, mask)
+        scores[i] = pons_score(value)
 
 
-def from_bitbully(data: bytes | np.ndarray, ply: int = BOOK_PLY) -> OpeningBook:
-    """An :class:`OpeningBook` from the bytes of a BitBully book with distances
+def from_bitbully(data: bytes | np.ndarray) -> OpeningBook:
+    """An :class:`OpeningBook` from the bytes of BitBully's 12-ply book with distances
     (module docstring).
 
     Raises:
-        ValueError: a size that is not whole entries, an entry that is not a position of
-            ``ply`` stones, or two entries of one position.
+        ValueError: a size that is not whole entries, an entry outside the format (a code
+            that is not a position of :data:`BOOK_PLY` stones, a value no position has), or
+            two entries of one position; each names the entry.
     """
     raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else np.asarray(data)
     if raw.size % ENTRY_BYTES:
@@ -189,16 +288,21 @@ def from_bitbully(data: bytes | np.ndarray, ply: int = BOOK_PLY) -> OpeningBook:
     raw = raw.reshape(-1, ENTRY_BYTES)
     keys = np.empty(raw.shape[0], dtype=np.int64)
     scores = np.empty(raw.shape[0], dtype=np.int8)
-    bad = _decode(raw, ply, keys, scores)
-    if bad >= 0:
-        raise ValueError(f"entry {bad} ({raw[bad].tobytes().hex()}) is not a position of "
-                         f"{ply} stones")  # fmt: skip
+    bad = np.array([-1, 0], dtype=np.int64)
+    _decode(raw, keys, scores, bad)
+    if bad[0] >= 0:
+        entry = f"entry {bad[0]} ({raw[bad[0]].tobytes().hex()})"
+        if bad[1] == BAD_VALUE:
+            raise ValueError(f"{entry}: the value {raw[bad[0], 4].astype(np.int8)} is neither "
+                             f"0 nor +-({DISTANCE_BASE} - d) for a distance d the position "
+                             "can have")  # fmt: skip
+        raise ValueError(f"{entry} is not a position of {BOOK_PLY} stones")
     order = np.argsort(keys, kind="stable")
     keys, scores = _read_only(keys[order]), _read_only(scores[order])
     same = np.flatnonzero(keys[1:] == keys[:-1])
     if same.size:
         raise ValueError(f"the book holds one position twice (key {int(keys[same[0]])})")
-    return OpeningBook(keys, scores, ply)
+    return OpeningBook(keys, scores)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

@@ -223,8 +223,9 @@ class Labeller:
     """Analyse positions with a cache, a node budget and a chunk runner.
 
     Args:
-        max_nodes: node budget per position (0: none). Over-budget positions
-            are skipped (``ok`` False) and counted.
+        max_nodes: node budget per position (0: none), or a function that says it, called
+            when :attr:`solver`'s is (a budget that depends on the opening book). Over-budget
+            positions are skipped (``ok`` False) and counted.
         cache: the :class:`SolvedCache` to read and extend.
         chunk_size: positions per task; a chunk is also the unit saved to the cache.
         solver: what each worker's solver is (:class:`~.solver.SolverSpec`: its table size,
@@ -240,7 +241,7 @@ class Labeller:
             sets it, so the cache gets a part file per interval instead of one per call.
     """
 
-    max_nodes: int = 2_000_000
+    max_nodes: int | Callable[[], int] = 2_000_000
     cache: SolvedCache = field(default_factory=lambda: SolvedCache(None))
     chunk_size: int = 64
     solver: SolverSpec | Callable[[], SolverSpec] = LABELLING_SOLVER
@@ -249,7 +250,7 @@ class Labeller:
     totals: LabelStats = field(default_factory=LabelStats)
 
     def __post_init__(self):
-        if self.max_nodes < 0:
+        if not callable(self.max_nodes) and self.max_nodes < 0:
             raise ValueError(f"max_nodes must be >= 0, got {self.max_nodes}")
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
@@ -259,6 +260,11 @@ class Labeller:
         if not isinstance(self.solver, SolverSpec):
             self.solver = self.solver()
         return self.solver
+
+    def _budget(self) -> int:
+        if callable(self.max_nodes):
+            self.max_nodes = int(self.max_nodes())
+        return self.max_nodes
 
     def __enter__(self) -> Labeller:
         return self
@@ -307,7 +313,9 @@ class Labeller:
             bar = progress_bar(total=len(miss_idx), desc=label, unit="pos", leave=False)
         try:
             for i, (c_scores, c_ok, c_nodes, seconds) in self.run_chunks(
-                chunks, self.max_nodes, self._spec() if chunks else LABELLING_SOLVER
+                chunks,
+                self._budget() if chunks else 0,
+                self._spec() if chunks else LABELLING_SOLVER,
             ):
                 p, m = chunks[i]
                 stats.nodes += int(c_nodes.sum())

@@ -25,7 +25,6 @@ from .bitboard import (
 )
 from .board import WIDTH
 from .config.players import NAMED_PLAYERS, PLAYER_NAMES, SOLVER_PREFIX, is_player_name
-from .solver import default_solver  # numba compiles on first use: only when needed
 
 
 class Player(Protocol):
@@ -168,7 +167,8 @@ class SolverPlayer:
             exceeds it falls back to a shallow rule: win at once if possible,
             else block an immediate threat, else a uniformly random legal
             move. ``num_fallbacks`` counts those moves.
-        solver: the :class:`~.solver.Solver` to use (default: the module-level one).
+        solver: the :class:`~.solver.Solver` to use (its opening book answers the opening
+            at once: ``common.opening_book.book_solver``); this or ``labeller`` is needed.
         labeller: analyse through this :class:`~.labelling.Labeller` instead (its cache,
             its worker processes and its ``max_nodes``, which then replaces ``max_nodes``):
             a position analysed once, in any game or any earlier ladder, is not solved
@@ -180,6 +180,8 @@ class SolverPlayer:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
         if int(max_nodes) < 0:
             raise ValueError(f"max_nodes must be >= 0, got {max_nodes!r}")
+        if solver is None and labeller is None:
+            raise ValueError("a SolverPlayer needs a solver or a labeller")
         self.epsilon = float(epsilon)
         self.max_nodes = int(max_nodes)
         self.solver = solver
@@ -193,8 +195,7 @@ class SolverPlayer:
         if self.labeller is not None:
             scores, ok, _ = self.labeller.label(pos.view(np.uint64), mask.view(np.uint64))
         else:
-            solver = self.solver or default_solver()
-            scores, ok, _ = solver.analyze_batch(pos, mask, max_nodes=self.max_nodes)
+            scores, ok, _ = self.solver.analyze_batch(pos, mask, max_nodes=self.max_nodes)
         return torch.from_numpy(scores.astype(np.int16)), torch.from_numpy(ok)
 
     def act(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -21,12 +21,15 @@ MAX_LINE = 256
 
 
 def split_line(line: str) -> str:
-    """The move string of a line, dropping an optional trailing integer score.
+    """The move string of a line, dropping an optional trailing integer score (an empty line:
+    the empty board's, ``""``).
 
     Raises:
         ValueError: more than two fields, or a second field that is not an integer.
     """
     fields = line.split()
+    if not fields:
+        return ""
     if len(fields) > 2:
         raise ValueError(f"expected '<moves>' or '<moves> <score>', got {len(fields)} fields")
     if len(fields) == 2:

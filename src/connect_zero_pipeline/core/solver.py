@@ -95,7 +95,7 @@ from numba.extending import intrinsic
 
 from .bitboard import BOARD_MASK, BOTTOM_MASK, H1, alignment, four_in_a_row, moves_to_bitboards
 from .board import HEIGHT, NUM_CELLS, WIDTH
-from .book import BOOK_PLY, EMPTY, NO_SCORE, OpeningBook, book_score
+from .book import BOOK_PLY, EMPTY, NO_SCORE, OpeningBook, book_score, from_bitbully
 
 logger = logging.getLogger(__name__)
 
@@ -716,56 +716,26 @@ class Solver:
 @dataclass(frozen=True)
 class SolverSpec:
     """What makes a :class:`Solver`, small enough to send to a worker process or a Ray task,
-    which makes its own (:meth:`make`): its table size, and the folder of the opening book
-    it memory-maps (:meth:`.book.OpeningBook.save`; None: none)."""
+    which makes its own (:meth:`make`): its table size, and where its opening book is
+    (None: none): a kept book's folder (:meth:`.book.OpeningBook.save`), memory-mapped once
+    checked, or the book's source file, read into memory (where no folder could be kept)."""
 
     tt_log2: int = DEFAULT_TT_LOG2
     book: str | None = None
 
     def make(self) -> Solver:
-        """The solver; without its book where the folder is missing (a Ray node that lacks it:
-        the opening is then searched), which one warning line says."""
+        """The solver; without its book where the book cannot be read here (a Ray node that
+        lacks the folder, a folder damaged since it was checked): the opening is then
+        searched, which one warning line says."""
         book = None
         if self.book:
-            if (Path(self.book) / "keys.npy").is_file():
-                book = OpeningBook.load(Path(self.book))
-            else:
-                logger.warning("No opening book at %s in this process: positions before ply "
-                               "%d are searched (minutes each)", self.book, BOOK_PLY)  # fmt: skip
+            path = Path(self.book)
+            try:
+                book = OpeningBook.load(path) if path.is_dir() else from_bitbully(
+                    np.fromfile(path, dtype=np.uint8))  # fmt: skip
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                logger.warning("No opening book at %s in this process (%s): positions before "
+                               "ply %d are searched (minutes each)", self.book, reason,
+                               BOOK_PLY)  # fmt: skip
         return Solver(self.tt_log2, book)
-
-
-_DEFAULT: Solver | None = None
-
-
-def default_solver() -> Solver:
-    """The module-level :class:`Solver` (default table size) behind the functions below."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = Solver()
-    return _DEFAULT
-
-
-def solve(moves_or_bitboards, weak: bool = False) -> int:
-    """:meth:`Solver.solve` on the module-level solver."""
-    return default_solver().solve(moves_or_bitboards, weak=weak)
-
-
-def analyze(position) -> list[int | None]:
-    """:meth:`Solver.analyze` on the module-level solver."""
-    return default_solver().analyze(position)
-
-
-def solve_batch(positions, masks, weak: bool = False, max_nodes: int = 0):
-    """:meth:`Solver.solve_batch` on the module-level solver."""
-    return default_solver().solve_batch(positions, masks, weak=weak, max_nodes=max_nodes)
-
-
-def analyze_batch(positions, masks, max_nodes: int = 0):
-    """:meth:`Solver.analyze_batch` on the module-level solver."""
-    return default_solver().analyze_batch(positions, masks, max_nodes=max_nodes)
-
-
-def column_bounds(position: int, mask: int, max_nodes: int = 0):
-    """:meth:`Solver.column_bounds` on the default solver."""
-    return default_solver().column_bounds(position, mask, max_nodes)

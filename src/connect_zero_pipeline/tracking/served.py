@@ -10,7 +10,9 @@ model's ``logits`` and ``value``. The registry keeps the ONNX model as it is.
 
 A board is what the model reads (docs/architecture.md, "Boards for people and models"):
 6 rows of 7 cells, row 0 at the top, 1 the side to move's piece, -1 the opponent's, 0 an
-empty cell; one board ``[6, 7]`` or several ``[N, 6, 7]``. This module imports MLflow:
+empty cell; one board ``[6, 7]`` or several ``[N, 6, 7]``; one that a game can reach (every
+piece on the bottom row or on another, the side to move with as many pieces as the
+opponent or one fewer), or it is refused in one line. This module imports MLflow:
 only the serving command imports it.
 """
 
@@ -69,7 +71,30 @@ def check_boards(given: Any) -> np.ndarray:
         value = boards[tuple(where)].item()
         raise ValueError(f"a cell is -1, 0 or 1 (1: the side to move's piece); got {value!r} "
                          f"at [board, row, column] {where}")  # fmt: skip
-    return boards.astype(np.int8)
+    boards = boards.astype(np.int8)
+    _check_reachable(boards)
+    return boards
+
+
+def _check_reachable(boards: np.ndarray) -> None:
+    """A ``ValueError`` naming the first board a game cannot reach: a piece with an empty cell
+    under it (row 0 is the top), or piece counts other than the side to move's equal to the
+    opponent's or one fewer."""
+    filled = boards != 0  # [N, 6, 7]
+    floating = filled[:, :-1] & ~filled[:, 1:]  # a piece over an empty cell (the row below)
+    if floating.any():
+        board, row, column = (int(i) for i in np.argwhere(floating)[0])
+        raise ValueError(f"board {board}: the piece at row {row}, column {column} floats over "
+                         f"an empty cell (row 0 is the top; pieces rest on the bottom row or "
+                         "on others)")  # fmt: skip
+    own = (boards == 1).sum(axis=(1, 2))  # [N]
+    other = (boards == -1).sum(axis=(1, 2))  # [N]
+    bad = np.flatnonzero((own != other) & (own != other - 1))
+    if bad.size:
+        board = int(bad[0])
+        raise ValueError(f"board {board}: {int(own[board])} pieces of the side to move (1) and "
+                         f"{int(other[board])} of the opponent (-1); a game gives the side to "
+                         "move as many as the opponent or one fewer")  # fmt: skip
 
 
 class BoardRefused(MlflowException):

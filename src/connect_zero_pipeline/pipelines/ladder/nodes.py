@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ...common.naming import CHUNK, GENERATION, model_index
-from ...common.opening_book import book_folder, book_solver, solver_spec
+from ...common.opening_book import book_solver, has_book, solver_spec
 from ...core.config.players import SOLVER_PREFIX
 from ...core.device import resolve_device
 from ...core.inference import make_evaluate_fn
@@ -101,7 +101,7 @@ def select_players(model_files: Partitions, plan: dict, params: dict) -> pd.Data
         spec = anchor
         if anchor.startswith(SOLVER_PREFIX):
             spec = f"{anchor},nodes={cfg.solver_max_nodes}"
-            if cfg.solver_max_nodes and book_folder() is not None:
+            if cfg.solver_max_nodes and has_book():
                 spec += ",book"  # exact at every ply within its budget: another player
         rows.append({"id": spec, "kind": "anchor", "label": anchor, "run_id": None,
                      "generation": None, "source": anchor})  # fmt: skip

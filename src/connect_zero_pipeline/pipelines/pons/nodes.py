@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...common.opening_book import book_folder, solver_spec
+from ...common.opening_book import has_book, solver_spec
 from ...core.config.evaluation import BUCKETS
 from ...core.labelling import (
     SCORE_COLUMNS,
@@ -41,15 +41,21 @@ def pons_labeller(cfg: PonsConfig, cache_dir: str | None, max_nodes: int | None 
     budget (``max_nodes`` instead of ``cfg.max_nodes`` when given; 0: exact), with this
     machine's opening book (:mod:`...common.opening_book`)."""
     cache = SolvedCache(Path(cache_dir) if cache_dir else None)
+    if max_nodes is not None or cfg.max_nodes is not None:
+        budget = cfg.max_nodes if max_nodes is None else max_nodes
+        said = f"a budget of {budget:,} nodes a position" if budget else "no node limit"
+    else:  # the book's budget, or the search's: the book is looked for when a position is
+        budget = lambda: cfg.budget(has_book())  # noqa: E731 (solved, never for a cached set)
+        said = (f"a budget of {cfg.budget(True):,} nodes a position with the opening book, "
+                f"{cfg.budget(False):,} without")  # fmt: skip
     labeller = Labeller(
-        max_nodes=cfg.budget(book_folder() is not None) if max_nodes is None else max_nodes,
+        max_nodes=budget,
         cache=cache,
         chunk_size=cfg.chunk_size,
         solver=functools.partial(solver_spec, cfg.tt_log2),  # its opening book, if it solves
         run_chunks=chunk_runner(cfg.node),
     )
-    log.info("Solver cache %s: %d positions; a budget of %s nodes a position", cache_dir,
-             len(cache), f"{labeller.max_nodes:,}" if labeller.max_nodes else "no")  # fmt: skip
+    log.info("Solver cache %s: %d positions; %s", cache_dir, len(cache), said)
     with labeller:
         yield labeller
 
