@@ -13,7 +13,7 @@ from connect_zero_pipeline.core.config.training import TrainConfig
 @pytest.mark.slow
 def test_bench_train_prints_the_node_against_the_bare_loop(monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")  # the bench sets it; restored after the test
-    (line,) = run(argparse.Namespace(quick=True))
+    line, precisions = run(argparse.Namespace(quick=True))
     assert (line["bench"], line["figure"], line["rows"]) == (
         "train",
         "train_node_samples_per_s",
@@ -24,3 +24,8 @@ def test_bench_train_prints_the_node_against_the_bare_loop(monkeypatch):
     # Both loops take the recipe's steps: samples per position of the mirrored rows.
     cfg = TrainConfig()
     assert line["steps"] == round(cfg.samples_per_position * 2 * 4000 / cfg.batch_size)
+    # The recipe's network in bfloat16 against float32, and what the step computes.
+    assert (precisions["figure"], precisions["model"]) == ("bfloat16_samples_per_s", "cpu")
+    assert precisions["value"] > 0 and precisions["baseline_value"] > 0
+    assert precisions["steps"] == line["steps"]
+    assert 10 < precisions["mflop_per_sample"] < 200  # a 4x48 ResNet's forward and backward

@@ -102,6 +102,48 @@ def test_training_fits_a_learnable_target_and_leaves_the_input_model_alone():
     assert (value.sign() == z[:32]).float().mean() > 0.95
 
 
+def test_bfloat16_learns_as_float32_does_at_equal_steps():
+    """The same data, seed and steps in bfloat16 (autocast) and float32: both fit the target,
+    their losses within a few percent; the weights stay float32 either way."""
+    boards, pi, z = _toy_data()
+    cfg = TrainConfig(batch_size=64, samples_per_position=25, lr=5e-3, lr_min=1e-4)
+    results = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        torch.manual_seed(0)
+        model = build_model({"arch": "resnet", "blocks": 1, "channels": 8, "value_hidden": 16})
+        trained, metrics = train_model(model, boards, pi, z, cfg, num_steps=100, dtype=dtype)
+        assert metrics["bfloat16"] == float(dtype == torch.bfloat16)
+        assert {p.dtype for p in trained.parameters()} == {torch.float32}
+        results[dtype] = metrics
+    f32, bf16 = results[torch.float32], results[torch.bfloat16]
+    assert bf16["policy_loss"] < 0.3 and bf16["value_loss"] < 0.2  # it learns
+    assert abs(bf16["loss"] - f32["loss"]) < 0.1 * f32["loss"] + 0.02, (f32, bf16)
+
+
+def test_auto_precision_is_bfloat16_only_where_the_cpu_has_it(tmp_path, monkeypatch):
+    from connect_zero_pipeline.core import device
+
+    cpuinfo = tmp_path / "cpuinfo"
+    for flags, found in (("fpu avx2 fma", None), ("fpu avx512f avx512_bf16", "avx512_bf16"),
+                         ("avx512_bf16 amx_bf16 amx_tile", "amx_bf16")):  # fmt: skip
+        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert device.native_bf16(str(cpuinfo)) == found
+    assert device.native_bf16(str(tmp_path / "none")) is None  # not Linux
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    monkeypatch.setattr(device, "native_bf16", lambda: None)
+    assert device.compute_dtype("auto", cpu) == (torch.float32, "float32 (auto: no native "
+                                                                "bfloat16 on this CPU)")  # fmt: skip
+    assert device.compute_dtype("bfloat16", cpu) == (torch.bfloat16, "bfloat16 (asked for)")
+    monkeypatch.setattr(device, "native_bf16", lambda: "avx512_bf16")
+    assert device.compute_dtype("auto", cpu) == (torch.bfloat16,
+                                                 "bfloat16 (auto: the CPU's avx512_bf16)")  # fmt: skip
+    assert device.compute_dtype("auto", cuda)[0] == torch.float32  # TF32 already on CUDA
+    assert device.compute_dtype("float32", cpu)[0] == torch.float32
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16, auto, "
+                                         "got 'fp8'"):  # fmt: skip
+        TrainConfig(precision="fp8")
+
+
 def test_divergence_guard_raises_on_nan_and_on_exploding_loss():
     model = build_model("mlp")
     boards, pi, z = _toy_data(64)

@@ -1,14 +1,21 @@
 """``bench train``: samples/s of the train node vs a bare torch loop on the same tensors.
 
-The node's figure includes everything it does for a generation (tables to
-tensors with mirror augmentation, the schedule, the divergence guard, the
-metrics); the baseline is the minimal AdamW loop over the same minibatches.
-Both run with the node's default single torch thread, alternately, on the node's
-default device (``auto``: CUDA when there is one, with its synchronisations timed).
+``train_node_samples_per_s``: the node's figure includes everything it does for a
+generation (tables to tensors with mirror augmentation, the schedule, the divergence guard,
+the metrics); the baseline is the minimal AdamW loop over the same minibatches. Both run
+with the node's default torch threads, alternately, on the node's default device (``auto``:
+CUDA when there is one, with its synchronisations timed), with the ``tiny`` network.
+
+``bfloat16_samples_per_s``: the node with the recipe's network (``model.preset``, the
+``cpu`` ResNet) in bfloat16 (``train.precision: bfloat16``) against the same in float32,
+alternately in this process; ``gflops`` is the step's achieved arithmetic (forward and
+backward, counted by torch's FLOP counter) at the bfloat16 figure, ``baseline_gflops`` at
+float32's.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Iterator
@@ -18,7 +25,8 @@ import pandas as pd
 import torch
 
 from ..core.bitboard import initial_state, play, random_legal_actions, reset_done
-from ..core.device import resolve_device
+from ..core.config.models import ModelSpec
+from ..core.device import native_bf16, resolve_device
 from ..core.models import build_model
 from ..core.training import PI_COLUMNS, alphazero_loss, games_to_tensors
 from ..executors.settings import NodeSettings
@@ -108,4 +116,47 @@ def run(args) -> Iterator[dict]:
         steps=num_steps,
         threads=cfg.node.num_threads,
         device=device.type,
+    )
+    yield _precisions(table, params, repeats)
+
+
+def _flops_per_sample(model, batch: int = 64) -> float:
+    """Forward and backward FLOPs of one training sample of ``model`` (torch's counter)."""
+    from torch.utils.flop_counter import FlopCounterMode  # noqa: PLC0415
+
+    net = copy.deepcopy(model).train()
+    boards = torch.zeros(batch, 6, 7, dtype=torch.int8)
+    with FlopCounterMode(display=False) as counter:
+        logits, value = net(boards)
+        (logits.sum() + value.sum()).backward()
+    return counter.get_total_flops() / batch
+
+
+def _precisions(table: pd.DataFrame, params: dict, repeats: int) -> dict:
+    """The train node on the recipe's network in bfloat16 against float32 (module docstring)."""
+    preset = ModelSpec().preset
+    torch.manual_seed(0)
+    model = build_model(preset)
+    samples = 0.0
+    best = {"float32": 0.0, "bfloat16": 0.0}
+    for _ in range(repeats):
+        for precision in best:
+            start = time.perf_counter()
+            _, metrics = train_generation(model, {**params, "precision": precision}, table,
+                                          generation=1, num_generations=1)  # fmt: skip
+            samples = metrics["num_steps"] * params["batch_size"]
+            best[precision] = max(best[precision], samples / (time.perf_counter() - start))
+    flops = _flops_per_sample(model)
+    return figure(
+        "train",
+        "bfloat16_samples_per_s",
+        best["bfloat16"],
+        baseline=best["float32"],
+        model=preset,
+        gflops=round(best["bfloat16"] * flops / 1e9, 1),
+        baseline_gflops=round(best["float32"] * flops / 1e9, 1),
+        mflop_per_sample=round(flops / 1e6, 1),
+        native_bf16=native_bf16(),
+        threads=torch.get_num_threads(),
+        steps=round(samples / params["batch_size"]),
     )

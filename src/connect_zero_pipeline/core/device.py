@@ -23,6 +23,8 @@ from contextlib import contextmanager
 
 import torch
 
+from .config.training import PRECISIONS
+
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """``"auto"`` picks CUDA when available, else CPU; other names are passed to torch."""
@@ -37,6 +39,36 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available")
     return dev
+
+
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+"""CPU flags (Linux's ``/proc/cpuinfo``) of native bfloat16 products, the faster first."""
+
+
+def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """The first of :data:`BF16_FLAGS` this machine's CPU has, or None (not Linux, or none)."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])  # fmt: skip
+    except OSError:
+        return None
+    return next((flag for flag in BF16_FLAGS if flag in flags), None)
+
+
+def compute_dtype(precision: str, device: torch.device) -> tuple[torch.dtype, str]:
+    """``(dtype, why)``: what ``precision`` (:data:`PRECISIONS`) runs in on ``device``, and in
+    words why (``"bfloat16 (the CPU's avx512_bf16)"``), for the run's log."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "float32" or (precision == "auto" and device.type != "cpu"):
+        return torch.float32, "float32"
+    if precision == "bfloat16":
+        return torch.bfloat16, "bfloat16 (asked for)"
+    flag = native_bf16()
+    if flag is None:
+        return torch.float32, "float32 (auto: no native bfloat16 on this CPU)"
+    return torch.bfloat16, f"bfloat16 (auto: the CPU's {flag})"
 
 
 MATMUL_PRECISION = "high"

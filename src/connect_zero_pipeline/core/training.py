@@ -186,13 +186,18 @@ def train_step(
     pi: torch.Tensor,
     z: torch.Tensor,
     config: TrainConfig,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """One optimiser step on a minibatch (``boards int8 [B, 6, 7]``, ``pi [B, 7]``, ``z [B]``).
+    """One optimiser step on a minibatch (``boards int8 [B, 6, 7]``, ``pi [B, 7]``, ``z [B]``),
+    the network's products in ``dtype`` (bfloat16: autocast; the loss, the gradients' sums
+    into the float32 weights and the optimiser in float32).
 
     Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
     device, read by nobody here: the step never waits for the device.
     """
-    logits, value = net(boards)
+    with torch.autocast(boards.device.type, dtype=dtype, enabled=dtype != torch.float32):
+        logits, value = net(boards)
+    logits, value = logits.float(), value.float()
     loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -217,6 +222,7 @@ def train_model(
     seed: int | None = None,
     progress_bar: bool = False,
     num_threads: int | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[nn.Module, dict[str, float]]:
     """Train a copy of ``model`` on ``(boards, pi, z)``; ``model`` itself is not modified.
 
@@ -229,12 +235,14 @@ def train_model(
         seed: shuffling seed (default ``config.seed``).
         progress_bar: show a progress bar (:mod:`connect_zero_pipeline.core.progress`).
         num_threads: torch CPU threads while training (None: torch's setting).
+        dtype: the network's arithmetic (:func:`train_step`; :func:`.device.compute_dtype`
+            resolves ``config.precision``).
 
     Returns:
         The trained model (eval mode) and metrics: ``loss``, ``policy_loss``,
         ``value_loss`` (means over the last pass), ``policy_entropy``,
         ``num_samples``, ``num_steps``, ``lr_start``, ``lr_end``,
-        ``samples_per_s``, ``train_seconds``.
+        ``samples_per_s``, ``train_seconds``, ``bfloat16`` (1: the products ran in it).
 
     Raises:
         TrainingDivergedError: a minibatch loss was not finite or exceeded
@@ -279,7 +287,7 @@ def train_model(
             idx = perm[k * config.batch_size : (k + 1) * config.batch_size]  # (B,)
             for group in opt.param_groups:
                 group["lr"] = lrs[step]
-            stats = train_step(net, opt, b_boards[idx], b_pi[idx], b_z[idx], config)
+            stats = train_step(net, opt, b_boards[idx], b_pi[idx], b_z[idx], config, dtype)
             sums += stats
             window[step % check_every] = stats[0]
             epoch_steps += 1
@@ -298,6 +306,7 @@ def train_model(
         "lr_end": lrs[-1],
         "samples_per_s": num_steps * config.batch_size / elapsed if elapsed > 0 else 0.0,
         "train_seconds": elapsed,
+        "bfloat16": float(dtype == torch.bfloat16),
     }
     return net.to(memory_format=torch.contiguous_format).eval(), metrics
 

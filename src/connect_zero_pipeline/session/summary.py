@@ -330,7 +330,8 @@ def scorecards_line(config: EvaluateConfig, num_generations: int) -> str:
 
 
 def time_line(metrics: dict[str, float]) -> str | None:
-    """``time: self-play 12 s (compiling the search 3 s), training 20 s, evaluation 5 s``."""
+    """``time: self-play 12 s (compiling the search 3 s), training 20 s in float32, evaluation
+    5 s``: the training's arithmetic too (``train.precision``), where its metrics say it."""
     have = {label: metrics[key] for label, key in TIMES if key in metrics}
     if not have:
         return None
@@ -340,6 +341,8 @@ def time_line(metrics: dict[str, float]) -> str | None:
             parts[-1] += f" ({label} {seconds:.0f} s)"
         else:
             parts.append(f"{label} {seconds:.0f} s")
+        if label == "training" and "train.bfloat16" in metrics:
+            parts[-1] += " in bfloat16" if metrics["train.bfloat16"] else " in float32"
     return "time: " + ", ".join(parts)
 
 

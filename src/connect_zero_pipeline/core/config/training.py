@@ -6,6 +6,11 @@ from dataclasses import dataclass
 
 from . import check, check_loss_weight, check_lr
 
+PRECISIONS = ("float32", "bfloat16", "auto")
+"""What training's arithmetic may run in: ``auto`` is bfloat16 on a CPU that multiplies it
+natively (``core.device.native_bf16``), float32 elsewhere (an AVX2 CPU would emulate
+bfloat16, slower than float32; on CUDA the float32 products already run as TF32)."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -41,6 +46,10 @@ class TrainConfig:
     """Stop with an error when a minibatch loss exceeds this (or is not finite)."""
     seed: int = 0
     """Seeds minibatch shuffling (the generation number is mixed in by the caller)."""
+    precision: str = "float32"
+    """The forward and backward passes' arithmetic (:data:`PRECISIONS`): float32,
+    bfloat16 (autocast; the weights, AdamW's moments and the loss stay float32) or auto
+    (bfloat16 on a CPU with native bfloat16 products, float32 elsewhere)."""
 
     def __post_init__(self):
         check(self.batch_size >= 1, "batch_size", self.batch_size, ">= 1")
@@ -55,6 +64,8 @@ class TrainConfig:
         check(self.grad_clip >= 0, "grad_clip", self.grad_clip, ">= 0")
         check(self.buffer_gens >= 1, "buffer_gens", self.buffer_gens, ">= 1")
         check(self.max_loss > 0, "max_loss", self.max_loss, "> 0")
+        check(self.precision in PRECISIONS, "precision", self.precision,
+              f"one of {', '.join(PRECISIONS)}")  # fmt: skip
         check(
             0 <= self.root_value_weight <= 1,
             "root_value_weight",

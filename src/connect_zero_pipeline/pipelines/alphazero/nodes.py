@@ -33,7 +33,7 @@ from torch import nn
 from ...common.naming import generation_name
 from ...core.config import mix_seed
 from ...core.config.evaluation import full_scorecard
-from ...core.device import resolve_device
+from ...core.device import compute_dtype, resolve_device
 from ...core.evaluation import evaluate_candidate, previous_match
 from ...core.inference import make_evaluate_fn
 from ...core.models import build_model, count_parameters
@@ -161,12 +161,15 @@ def train_generation(
     new_rows = len(games[-1]) * (2 if cfg.mirror else 1)  # the newest generation's samples
     progress = ((generation - 1) / num_generations, generation / num_generations)
     window_rows = sum(len(g) for g in games) * (2 if cfg.mirror else 1)
+    device = resolve_device(cfg.node.device)
+    dtype, precision = compute_dtype(cfg.precision, device)
     log.info(
-        "Generation %d training on %d samples from %d generation(s)%s",
+        "Generation %d training on %d samples from %d generation(s)%s, in %s",
         generation,
         boards.shape[0],
         len(games),
         f" ({window_rows} before merging duplicates)" if cfg.merge_duplicates else "",
+        precision,
     )
     trained, metrics = train_model(
         model,
@@ -176,10 +179,11 @@ def train_generation(
         cfg,
         num_steps=train_steps(cfg, new_rows),
         progress=progress,
-        device=resolve_device(cfg.node.device),
+        device=device,
         seed=mix_seed(cfg.seed, generation),
         progress_bar=True,
         num_threads=cfg.node.num_threads,
+        dtype=dtype,
     )
     trained.meta = {"generation": generation}
     start = games[0]["generation"].nunique() if first == 0 else 1  # generation 0's: 0 or more
