@@ -142,8 +142,9 @@ mlflow: setup
 	@exec $(BIN)/python -m connect_zero_pipeline.commands.serve mlflow $(MLFLOW_PORT)
 
 # A registered model (MODEL=models:/<name>@<alias> or models:/<name>/<version>; the champion
-# by default) served by MLflow's own `mlflow models serve`, offline, from this venv; each
-# request checked first, one line for a bad board (src/connect_zero_pipeline/tracking/served.py).
+# by default) served by MLflow's own scoring server (what `mlflow models serve` runs), offline,
+# from this venv; each request checked first, one line for a bad request or board
+# (src/connect_zero_pipeline/tracking/served_app.py, served.py).
 SERVE_PORT ?= 5001
 serve: setup
 	@exec $(BIN)/python -m connect_zero_pipeline.commands.serve model $(SERVE_PORT) $(if $(MODEL),--model $(MODEL))

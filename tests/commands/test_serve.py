@@ -151,6 +151,18 @@ def _check_the_model_server(port: int, model_bytes: bytes) -> None:
         status, refused = _post(port, json.dumps(body))
         assert status == 400 and refused["message"] == said, refused
         assert refused["error_code"] == "INVALID_PARAMETER_VALUE"
+    # A body that is not a request: one line of ours, before MLflow parses it.
+    for text, said in (
+        ('{"board": 1}', "a request is {\"inputs\": a board [6, 7] or boards [N, 6, 7]}; got "
+                         "the keys ['board']"),
+        ("[1, 2]", "a request is {\"inputs\": a board [6, 7] or boards [N, 6, 7]}; got a JSON "
+                   "list"),
+        ("{not json", "a request is JSON, {\"inputs\": a board [6, 7] or boards [N, 6, 7]}; "
+                      "got b'{not json'"),
+    ):  # fmt: skip
+        status, refused = _post(port, text)
+        assert status == 400 and refused == {"error_code": "INVALID_PARAMETER_VALUE",
+                                             "message": said}, refused  # fmt: skip
 
 
 def _free_port() -> int:

@@ -272,25 +272,25 @@ def test_an_unwritable_cache_is_one_line_and_the_book_is_read_into_memory(
         opening_book.machine_book.cache_clear()
 
 
-def test_two_processes_making_the_book_at_once_both_answer_right_and_leave_it_whole(tmp_path):
-    """Two processes find no cache (an empty one, then a damaged one) and make it at once."""
+def test_two_processes_making_the_book_at_once_both_answer_right_and_leave_it_whole(
+    cache, tmp_path
+):
+    """Two processes find the cache damaged and make it again at once: each moves the damaged
+    folder aside or finds the other's whole book."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     code = ("from connect_zero_pipeline.common.opening_book import book_solver\n"
             "print(book_solver(20).analyze('44'))")  # fmt: skip
-    folder = tmp_path / "connect-zero-pipeline" / opening_book.cache_folder(
-        opening_book.source()).name  # fmt: skip
-    for _ in ("empty", "damaged"):
-        procs = [subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for _ in range(2)]  # fmt: skip
-        for proc in procs:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-            assert out.strip() == "[-3, -3, -2, 1, -2, -3, -3]", (out, err)
-            assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
-        _assert_right(OpeningBook.load(folder))
-        assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no leftover
-        _flip(folder)  # the second round starts from a damaged book
+    _flip(cache)
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]  # fmt: skip
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out.strip() == "[-3, -3, -2, 1, -2, -3, -3]", (out, err)
+        assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
+    _assert_right(OpeningBook.load(cache))
+    assert sorted(p.name for p in cache.parent.iterdir()) == [cache.name]  # no leftover
 
 
 def test_without_the_source_the_solver_searches_and_says_so_once(book, monkeypatch, caplog):

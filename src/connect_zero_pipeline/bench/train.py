@@ -8,9 +8,10 @@ CUDA when there is one, with its synchronisations timed), with the ``tiny`` netw
 
 ``bfloat16_samples_per_s``: the node with the recipe's network (``model.preset``, the
 ``cpu`` ResNet) in bfloat16 (``train.precision: bfloat16``) against the same in float32,
-alternately in this process; ``gflops`` is the step's achieved arithmetic (forward and
-backward, counted by torch's FLOP counter) at the bfloat16 figure, ``baseline_gflops`` at
-float32's.
+alternately in this process; ``loop_*`` the same for the training loop alone (the node's
+``samples_per_s`` metric: no tables to tensors); ``gflops`` is the node's achieved
+arithmetic (forward and backward, counted by torch's FLOP counter) at the bfloat16 figure,
+``baseline_gflops`` at float32's.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def run(args) -> Iterator[dict]:
         threads=cfg.node.num_threads,
         device=device.type,
     )
-    yield _precisions(table, params, repeats)
+    yield _precisions(table.head(1_000) if args.quick else table, params, repeats)
 
 
 def _flops_per_sample(model, batch: int = 64) -> float:
@@ -139,6 +140,7 @@ def _precisions(table: pd.DataFrame, params: dict, repeats: int) -> dict:
     model = build_model(preset)
     samples = 0.0
     best = {"float32": 0.0, "bfloat16": 0.0}
+    loop = dict(best)  # the training loop alone (its samples_per_s): no tables to tensors
     for _ in range(repeats):
         for precision in best:
             start = time.perf_counter()
@@ -146,6 +148,7 @@ def _precisions(table: pd.DataFrame, params: dict, repeats: int) -> dict:
                                           generation=1, num_generations=1)  # fmt: skip
             samples = metrics["num_steps"] * params["batch_size"]
             best[precision] = max(best[precision], samples / (time.perf_counter() - start))
+            loop[precision] = max(loop[precision], metrics["samples_per_s"])
     flops = _flops_per_sample(model)
     return figure(
         "train",
@@ -156,6 +159,9 @@ def _precisions(table: pd.DataFrame, params: dict, repeats: int) -> dict:
         gflops=round(best["bfloat16"] * flops / 1e9, 1),
         baseline_gflops=round(best["float32"] * flops / 1e9, 1),
         mflop_per_sample=round(flops / 1e6, 1),
+        loop_samples_per_s=round(loop["bfloat16"]),
+        loop_baseline=round(loop["float32"]),
+        loop_ratio=round(loop["bfloat16"] / loop["float32"], 3),
         native_bf16=native_bf16(),
         threads=torch.get_num_threads(),
         steps=round(samples / params["batch_size"]),

@@ -4,8 +4,9 @@ thing printed.
 ``python -m connect_zero_pipeline.commands.serve {mlflow,viz,model} PORT [--model URI]`` (a
 click command of its own: ``mlflow`` and ``viz`` are already kedro-mlflow's and kedro-viz's
 ``kedro`` commands, so it is not one of the project's group). ``model`` serves a registered
-model (the champion by default) with MLflow's own ``mlflow models serve``, behind a check of
-each request (:mod:`..tracking.served`). Before anything starts, a port another program holds is an error that names it (exit 2).
+model (the champion by default) with MLflow's own scoring server (what ``mlflow models
+serve`` runs), behind a check of each request (:mod:`..tracking.served_app`,
+:mod:`..tracking.served`). Before anything starts, a port another program holds is an error that names it (exit 2).
 The server then starts with the library deprecation warnings that say nothing to a user
 turned off (:data:`QUIET_WARNINGS`); once it answers, the addresses to open are printed,
 last. Ctrl-C, SIGTERM, a closed terminal (SIGHUP) or the death of the ``make`` that started
@@ -69,7 +70,7 @@ def command(ui: str, port: int, project: Path, model: str = DEFAULT_MODEL,
     """``(argv, extra environment, the lines to print once it answers)`` of server ``ui``."""
     binary = Path(sys.executable).parent
     if ui == "model":
-        return _model_command(binary, port, project, model)
+        return _model_command(port, project, model)
     if ui == "mlflow":
         db = project / "mlflow.db"
         store = f"sqlite:///{db}"
@@ -107,29 +108,31 @@ QUIET_MODEL_SERVER = {
 errors stay, their info lines go (uvicorn reads ``UVICORN_*`` for its options)."""
 
 
-def _model_command(binary: Path, port: int, project: Path, model: str):
-    """``mlflow models serve`` of ``model``'s served form (:func:`..tracking.served.served_model`),
-    from this environment (``--env-manager local``; its ``bin`` first on ``PATH``, where MLflow
-    looks for uvicorn)."""
+def _model_command(port: int, project: Path, model: str):
+    """MLflow's scoring server (what ``mlflow models serve --env-manager local`` runs) for
+    ``model``'s served form (:func:`..tracking.served.served_model`), started by uvicorn in
+    this environment behind a check of each request's JSON (:mod:`..tracking.served_app`)."""
     os.environ.update(QUIET_MODEL_SERVER)  # before MLflow is imported: it reads them then
     # here, not at the top, for two reasons: it imports MLflow's model serving (importing
     # tracking.served takes 1.9 s against 0.3 s for this module), which make mlflow and make
     # viz, started by this module too, do not need; and MLflow must read QUIET_MODEL_SERVER,
     # set just above, when it is first imported
+    from ..tracking import served_app  # noqa: PLC0415
     from ..tracking.served import SOURCE_FILE, served_model  # noqa: PLC0415
 
     store = f"sqlite:///{project / 'mlflow.db'}"
     folder = served_model(model, project / SERVED_FOLDER, store)
     source = json.loads((folder / SOURCE_FILE).read_text())
-    argv = [str(binary / "mlflow"), "models", "serve", "-m", str(folder), "--env-manager",
-            "local", "--host", LOOPBACK, "--port", str(port), "--workers", "1"]  # fmt: skip
-    env = {"PATH": os.pathsep.join([str(binary), os.environ.get("PATH", "")]),
-           "MLFLOW_TRACKING_URI": store, **QUIET_MODEL_SERVER}  # fmt: skip
+    argv = [sys.executable, "-m", "uvicorn", "--factory", f"{served_app.__name__}:make_app",
+            "--host", LOOPBACK, "--port", str(port), "--workers", "1", "--no-access-log",
+            "--log-level", "warning"]  # fmt: skip
+    env = {served_app.MODEL_ENV: str(folder), "MLFLOW_TRACKING_URI": store,
+           **QUIET_MODEL_SERVER}  # fmt: skip
     url = f"http://{LOOPBACK}:{port}/invocations"
     empty = [[0] * 7 for _ in range(6)]
     lines = [
-        f"Serving {model} ({source['name']} version {source['version']}) with mlflow models "
-        "serve. A board is 6 rows of 7 cells, row 0 at the top: 1 the side to move's piece, "
+        f"Serving {model} ({source['name']} version {source['version']}) with MLflow's scoring "
+        "server. A board is 6 rows of 7 cells, row 0 at the top: 1 the side to move's piece, "
         "-1 the opponent's, 0 empty; the answer is the model's logits (one a column) and "
         "value (the side to move's, -1 to 1):",
         f"  curl -s {url} -H 'Content-Type: application/json' "

@@ -1,4 +1,5 @@
-"""``make serve``: a registered model served by MLflow's own ``mlflow models serve``.
+"""``make serve``: a registered model served by MLflow's own scoring server (what ``mlflow
+models serve`` runs; :mod:`.served_app`).
 
 MLflow casts a request's tensors to the signature's dtype before a model sees them, so the
 registered ONNX model (``board`` int8) took a board of floats as integers without a word
@@ -41,6 +42,25 @@ ONNX_ARTIFACT = "onnx"
 weights, when they are stored beside it)."""
 SOURCE_FILE = "served_from.json"
 """What a served model directory was made from (the model URI and its version), beside it."""
+
+
+REQUEST = f'{{"{"inputs"}": a board [{HEIGHT}, {WIDTH}] or boards [N, {HEIGHT}, {WIDTH}]}}'
+"""What a request's JSON is, in words."""
+
+
+def payload_problem(body: bytes) -> str | None:
+    """What is wrong with a JSON request's body before MLflow parses it, in one line (None:
+    a dictionary with ``inputs``, what MLflow reads; its boards are :func:`check_boards`'):
+    MLflow would answer ``Found keys in payload: dict_keys([])``."""
+    try:
+        given = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return f"a request is JSON, {REQUEST}; got {body[:40]!r}"
+    if not isinstance(given, dict):
+        return f"a request is {REQUEST}; got a JSON {type(given).__name__}"
+    if "inputs" not in given:
+        return f"a request is {REQUEST}; got the keys {sorted(given)}"
+    return None
 
 
 def check_boards(given: Any) -> np.ndarray:
