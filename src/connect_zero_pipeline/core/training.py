@@ -19,6 +19,7 @@ Shapes: N samples, B minibatch, A = 7 columns.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -195,7 +196,8 @@ def train_step(
     Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
     device, read by nobody here: the step never waits for the device.
     """
-    with torch.autocast(boards.device.type, dtype=dtype, enabled=dtype != torch.float32):
+    mixed = torch.autocast(boards.device.type, dtype=dtype) if dtype != torch.float32 else None
+    with mixed or contextlib.nullcontext():  # (autocast refuses devices it has no rules for)
         logits, value = net(boards)
     logits, value = logits.float(), value.float()
     loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)
