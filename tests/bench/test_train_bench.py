@@ -27,5 +27,5 @@ def test_bench_train_prints_the_node_against_the_bare_loop(monkeypatch):
     # The recipe's network in bfloat16 against float32, and what the step computes.
     assert (precisions["figure"], precisions["model"]) == ("bfloat16_samples_per_s", "cpu")
     assert precisions["value"] > 0 and precisions["baseline_value"] > 0
-    assert precisions["steps"] == round(cfg.samples_per_position * 2 * 1000 / cfg.batch_size)
+    assert precisions["steps"] == round(cfg.samples_per_position * 2 * 250 / cfg.batch_size)
     assert 10 < precisions["mflop_per_sample"] < 200  # a 4x48 ResNet's forward and backward

@@ -118,7 +118,7 @@ def run(args) -> Iterator[dict]:
         threads=cfg.node.num_threads,
         device=device.type,
     )
-    yield _precisions(table.head(1_000) if args.quick else table, params, repeats)
+    yield _precisions(table.head(250) if args.quick else table, params, repeats)
 
 
 def _flops_per_sample(model, batch: int = 64) -> float:
