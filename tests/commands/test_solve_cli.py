@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from connect_zero_pipeline.common.opening_book import machine_book
 from tests.helpers import PONS_DIR, command
 
 
@@ -61,12 +65,6 @@ def test_an_empty_line_is_the_empty_board():
 def test_a_damaged_book_is_one_line_and_the_answers_stay_right(tmp_path):
     """A new user's cache whose scores were altered in place (same size): the command says so
     in one line, makes the book again and answers right."""
-    import shutil
-
-    import numpy as np
-
-    from connect_zero_pipeline.common.opening_book import machine_book
-
     where, book = machine_book()
     assert book is not None and where is not None
     folder = tmp_path / "connect-zero-pipeline" / Path(where).name

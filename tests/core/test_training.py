@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from connect_zero_pipeline.core import bitboard as bb
+from connect_zero_pipeline.core import device
 from connect_zero_pipeline.core.config.training import TrainConfig
 from connect_zero_pipeline.core.models import build_model
 from connect_zero_pipeline.core.training import (
@@ -121,8 +122,6 @@ def test_bfloat16_learns_as_float32_does_at_equal_steps():
 
 
 def test_auto_precision_is_bfloat16_only_where_the_cpu_has_it(tmp_path, monkeypatch):
-    from connect_zero_pipeline.core import device
-
     cpuinfo = tmp_path / "cpuinfo"
     for flags, found in (("fpu avx2 fma", None), ("fpu avx512f avx512_bf16", "avx512_bf16"),
                          ("avx512_bf16 amx_bf16 amx_tile", "amx_bf16")):  # fmt: skip

@@ -113,10 +113,10 @@ def _model_command(port: int, project: Path, model: str):
     ``model``'s served form (:func:`..tracking.served.served_model`), started by uvicorn in
     this environment behind a check of each request's JSON (:mod:`..tracking.served_app`)."""
     os.environ.update(QUIET_MODEL_SERVER)  # before MLflow is imported: it reads them then
-    # here, not at the top, for two reasons: it imports MLflow's model serving (importing
-    # tracking.served takes 1.9 s against 0.3 s for this module), which make mlflow and make
-    # viz, started by this module too, do not need; and MLflow must read QUIET_MODEL_SERVER,
-    # set just above, when it is first imported
+    # here, not at the top, for two reasons: both import MLflow's model serving (importing
+    # tracking.served, which served_app imports too, takes 1.9 s against 0.3 s for this
+    # module), which make mlflow and make viz, started by this module too, do not need; and
+    # MLflow must read QUIET_MODEL_SERVER, set just above, when it is first imported
     from ..tracking import served_app  # noqa: PLC0415
     from ..tracking.served import SOURCE_FILE, served_model  # noqa: PLC0415
 

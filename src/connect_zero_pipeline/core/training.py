@@ -196,8 +196,12 @@ def train_step(
     Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
     device, read by nobody here: the step never waits for the device.
     """
-    mixed = torch.autocast(boards.device.type, dtype=dtype) if dtype != torch.float32 else None
-    with mixed or contextlib.nullcontext():  # (autocast refuses devices it has no rules for)
+    mixed = (  # float32 without autocast: it refuses devices it has no rules for (meta)
+        torch.autocast(boards.device.type, dtype=dtype)
+        if dtype != torch.float32
+        else contextlib.nullcontext()
+    )
+    with mixed:
         logits, value = net(boards)
     logits, value = logits.float(), value.float()
     loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)
