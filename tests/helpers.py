@@ -274,8 +274,10 @@ def model_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-FINISHED_RUN = {**TINY_CLI, "alphazero.num_generations": 2}
-"""The suite's finished run (conftest's ``finished_run``): conf/tiny, 2 generations."""
+FINISHED_RUN = {**TINY_CLI, "alphazero.num_generations": 2, "selfplay.node.workers": 2}
+"""The suite's finished run (conftest's ``finished_run``): conf/tiny, 2 generations, its
+self-play on two worker processes kept between generations (what a killed run leaves behind:
+the extension test kills one; the workers change where games are played, not what)."""
 FINISHED_LOG = "run.log"
 """The finished run's output (stdout: its summary), beside its project."""
 

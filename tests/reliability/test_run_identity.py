@@ -100,56 +100,6 @@ def _assert_own_lineage(project: Path, run_id: str, last_generation: int) -> Non
     assert _run_file(project, "data/06_models/onnx_model.onnx", run_id).is_file()
 
 
-def test_a_killed_run_resumes_by_its_id_with_its_own_versions(finished_run, tmp_path):
-    source, earlier_id = finished_run
-    project = copy_project(source, tmp_path / "project")  # it already holds a finished run
-    # The same recipe: only the run ids tell them apart (its self-play on two worker processes,
-    # kept between generations, changes where it plays, not what). Killed alone: its workers
-    # and the resource tracker go by themselves (_kill_at).
-    params = cli_params({**FINISHED_RUN, "selfplay.node.workers": 2})
-    held, started = _kill_at(project, ("run", "--params", params), "Generation 2 training on")
-    assert held and len(started) >= 3  # the pool's semaphores; 2 workers and the tracker
-    (run_id,) = set(known_runs(project)) - {earlier_id}
-    killed = read_manifest(project, run_id)
-    assert killed["status"] == "running"  # killed: it could not record its end
-    assert run_status(killed) == "interrupted"  # its process is gone: not a live run
-    assert f"| `{run_id}` | interrupted |" in runs_table(project)
-    assert _run_file(project, "data/05_model_input/selfplay/gen_002/games.parquet", run_id).exists()
-    assert not _run_file(project, "data/06_models/latest_model.pt", run_id).exists()
-
-    # The resume names only the run: its --params come from the run's manifest.
-    resumed = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert not [name for name in held if (SHM / name).exists()]  # gone (the tracker, or a start)
-    _assert_own_lineage(project, run_id, 2)
-    start = _run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet", run_id)
-    assert pd.read_parquet(start).empty  # started from scratch: generation 0 has no games
-    # Finished work was skipped: one version of gen_001 and gen_002's games for this run.
-    assert versions(project, "data/06_models/gen_001/model.pt") == sorted([earlier_id, run_id])
-    assert versions(project, "data/05_model_input/selfplay/gen_002/games.parquet") == sorted(
-        [earlier_id, run_id]
-    )
-    manifest = read_manifest(project, run_id)
-    assert manifest["status"] == "finished" and len(manifest["resumed"]) == 1
-    runs = _runs(project)
-    assert {r.info.status for r in runs} == {"FINISHED"}, [
-        (r.info.run_name, r.info.status) for r in runs
-    ]
-    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    assert sorted(p.data.tags["run_id"] for p in parents) == sorted([earlier_id, run_id])
-    parent = next(p for p in parents if p.data.tags["run_id"] == run_id)
-    assert parent.info.run_id == manifest["mlflow_run_id"]
-    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    # Its killed gen_002 child reopened, not doubled; the parent keeps the name of the run's
-    # start (its --params and start time), not "resume=...".
-    assert sorted(c.info.run_name for c in children) == ["gen_000", "gen_001", "gen_002"]
-    clock = run_id.split("T")[1][:8].replace(".", ":")
-    assert parent.info.run_name.endswith(f" alphazero {clock}"), parent.info.run_name
-    assert "resume" not in parent.info.run_name
-
-    # Resuming a finished run again finds nothing to do: the extension test below.
-
-
 def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
     project = pons_project
     before = files_under(project / "data")
@@ -387,8 +337,12 @@ def test_a_start_window_is_the_source_s_last_generations_and_must_be_there(finis
 def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished_run, tmp_path):
     """Train further in the same run: the same id and MLflow parent, one learning curve, the
     new generation a new child; the run's first final outputs are kept, the extension's are
-    a version of their own, and the extension registers its own model version. The
-    extension is killed mid-way first: its resume keeps the extension's version."""
+    a version of their own, and the extension registers its own model version.
+
+    The extension is killed mid-way first (SIGKILL, its self-play workers alive): they and
+    the resource tracker exit by themselves, the run reads as interrupted, and its resume,
+    which names only the run, finishes it with its own versions (the skipped work kept, the
+    killed generation's MLflow child reopened, not doubled)."""
     source, run_id = finished_run
     project = copy_project(source, tmp_path / "project")
     client = mlflow_client(project)
@@ -398,11 +352,18 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     registered = len(client.search_model_versions("name = 'connect-zero'"))
     longer = cli_params({**FINISHED_RUN, "alphazero.num_generations": 3})
     extend = ("run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}")
-    _kill_at(project, extend, "Generation 3 training on")  # an extension killed mid-way
-    (step,) = read_manifest(project, run_id)["extended"]
-    assert read_manifest(project, run_id)["status"] == "running"  # killed: not finished
-    res = kedro_cli(project, *extend)
+    held, started = _kill_at(project, extend, "Generation 3 training on")
+    assert held and len(started) >= 3  # the pool's semaphores; 2 workers and the tracker
+    killed = read_manifest(project, run_id)
+    (step,) = killed["extended"]
+    assert killed["status"] == "running"  # killed: it could not record its end
+    assert run_status(killed) == "interrupted"  # its process is gone: not a live run
+    assert f"| `{run_id}` | interrupted |" in runs_table(project)
+    assert _run_file(project, "data/05_model_input/selfplay/gen_003/games.parquet", run_id).exists()
+    # The resume names only the run: its --params (3 generations now) come from its manifest.
+    res = kedro_cli(project, "run", "--only-missing-outputs", "--params", f"resume={run_id}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert not [name for name in held if (SHM / name).exists()]  # gone (the tracker, or a start)
 
     manifest = read_manifest(project, run_id)
     assert known_runs(project) == [run_id] and manifest["status"] == "finished"
@@ -441,6 +402,9 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     assert re.fullmatch(r"2->3 (\S+=\S+ )+(\+\d+ )?alphazero \d\d:\d\d:\d\d", parent.info.run_name)
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(c.info.run_name for c in children) == [f"gen_{k:03d}" for k in range(4)]
+    assert {r.info.status for r in runs} == {"FINISHED"}, [
+        (r.info.run_name, r.info.status) for r in runs
+    ]
     curve = client.get_metric_history(parent.info.run_id, "solver.acc")
     assert sorted(m.step for m in curve) == [1, 2, 3]
     # The extension's export is a new registered version: the run's generation 3.

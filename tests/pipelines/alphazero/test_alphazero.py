@@ -141,8 +141,9 @@ def _partial_runs_have_their_curves(project, whole: str) -> None:
     """``curve`` after reruns of part of the run (``--from-nodes``, ``--namespaces``) and an
     export: each partial run shows the generations it made, and with no ``--run`` the
     newest run that has a curve, saying which; an export, with none, is passed over."""
-    run_kedro(project, "alphazero", TINY, from_nodes=["gen_002.train"])
-    run_kedro(project, "alphazero", TINY, namespaces=["gen_001"])
+    here = {**TINY, "selfplay.node.workers": 1}  # in this process: no worker pool to start
+    run_kedro(project, "alphazero", here, from_nodes=["gen_002.train"])
+    run_kedro(project, "alphazero", here, namespaces=["gen_001"])
     run_kedro(project, "export")
     whole_run, from_nodes, namespaces, export = known_runs(project)
     assert whole_run == whole
