@@ -139,30 +139,47 @@ def test_a_resume_that_cannot_work_says_so_before_doing_anything(pons_project):
 def test_two_runs_at_once_in_a_copied_project_each_write_their_own_outputs_into_it(
     finished_run, tmp_path
 ):
-    """Two runs started together in a copy of a project that holds a finished run, from a
+    """Two runs at once in a copy of a project that holds a finished run, started from a
     subfolder as a notebook would start them: each exports its own model, and both write
-    into the copy's store and artifacts, never into the original's."""
+    into the copy's store and artifacts, never into the original's.
+
+    The first trains further as a new run: its generation 0 is the champion's network (the
+    finished run's last model), read as the run's input, with the source's last games as its
+    replay window; its parent, manifest, summary and registered version say where it
+    started."""
+    import torch
+
     original, earlier_id = finished_run  # conf/base's store: <root>/mlflow.db
     before = files_under(original / "mlruns")
     assert before
     copy = copy_project(original, tmp_path / "copy")
     (copy / "notebooks").mkdir(exist_ok=True)
-    procs = []
-    for seed in (1, 2):  # started together: same store, same millisecond or close to it
-        params = cli_params({**TINY_CLI, "alphazero.num_generations": 1, "model.seed": seed})
-        procs.append(kedro_cli(copy, "run", "--params", params, wait=False,
-                               cwd=copy / "notebooks"))  # fmt: skip
-    outputs = [p.communicate(timeout=600)[0] for p in procs]
-    for proc, out in zip(procs, outputs, strict=True):
+    one = {**TINY_CLI, "alphazero.num_generations": 1}
+    start = {
+        **one,
+        "model.start_window": "true",
+        "model.start_from": "models:/connect-zero@champion",
+    }
+    # The second starts once the first has resolved its start (the alias moves when a run
+    # registers its model); then both run at once, in one store.
+    first = kedro_cli(
+        copy, "run", "--params", cli_params(start), wait=False, cwd=copy / "notebooks"
+    )
+    said = [wait_for_line(first, "Running node: init_model")]
+    second = kedro_cli(copy, "run", "--params", cli_params({**one, "model.seed": 2}), wait=False,
+                       cwd=copy / "notebooks")  # fmt: skip
+    said += [p.communicate(timeout=600)[0] for p in (first, second)]
+    for proc, out in zip((first, second), said[1:], strict=True):
         assert proc.returncode == 0, out[-3000:]
     ids = set(known_runs(copy)) - {earlier_id}
     assert len(ids) == 2
+    (run_id,) = [i for i in ids if read_manifest(copy, i).get("start_from")]
     digests = set()
-    for run_id in ids:
-        _assert_own_lineage(copy, run_id, 1)
-        digests.add(model_digest(_run_file(copy, "data/06_models/latest_model.pt", run_id)))
-        assert _run_file(copy, "data/08_reporting/learning_curves.png", run_id).is_file()
-    assert len(digests) == 2  # two seeds, two models
+    for run in ids:
+        _assert_own_lineage(copy, run, 1)
+        digests.add(model_digest(_run_file(copy, "data/06_models/latest_model.pt", run)))
+        assert _run_file(copy, "data/08_reporting/learning_curves.png", run).is_file()
+    assert len(digests) == 2  # two starts, two models
     runs = _runs(copy)
     assert len([r for r in runs if "mlflow.parentRunId" not in r.data.tags]) == 3
     assert {r.info.status for r in runs} == {"FINISHED"}
@@ -170,10 +187,61 @@ def test_two_runs_at_once_in_a_copied_project_each_write_their_own_outputs_into_
     assert files_under(original / "mlruns") == before
     assert files_under(copy / "mlruns") > before
     assert not (copy / "notebooks" / "mlflow.db").exists()
-    exp = mlflow_client(copy).get_experiment_by_name("connect_zero_pipeline")
+    client = mlflow_client(copy)
+    exp = client.get_experiment_by_name("connect_zero_pipeline")
     assert exp.artifact_location == (copy / "mlruns").as_uri()
     for run in runs:
         assert run.info.artifact_uri.startswith((copy / "mlruns").as_uri()), run.info.artifact_uri
+
+    # The run started from the champion. With its replay window, generation 0's games are
+    # the source's generations 1 and 2 (buffer_gens 4 would take 3; it has 2), numbered -1
+    # and 0, and generation 1 trains on them.
+    taken = pd.read_parquet(_run_file(copy, "data/05_model_input/selfplay/gen_000/games.parquet",
+                                      run_id))  # fmt: skip
+    source = [pd.read_parquet(_run_file(copy, f"data/05_model_input/selfplay/gen_00{k}/"
+                                        "games.parquet", earlier_id)) for k in (1, 2)]  # fmt: skip
+    assert taken.drop(columns="generation").equals(
+        pd.concat(source, ignore_index=True).drop(columns="generation")
+    )
+    assert sorted(taken["generation"].unique()) == [-1, 0]
+    metrics = json.loads(_run_file(copy, "data/08_reporting/gen_001/train_metrics.json",
+                                   run_id).read_text())  # fmt: skip
+    assert metrics["window_generations"] == 3
+    gen0 = torch.load(_run_file(copy, "data/06_models/gen_000/model.pt", run_id),
+                      weights_only=True)  # fmt: skip
+    final = _run_file(copy, "data/06_models/gen_002/model.pt", earlier_id)
+    weights = torch.load(final, weights_only=True)
+    assert gen0["config"] == weights["config"]
+    assert all(torch.equal(gen0["state_dict"][k], v) for k, v in weights["state_dict"].items())
+    (parent,) = client.search_runs(["1"], f"tags.run_id = '{run_id}'")
+    described = (
+        f"models:/connect-zero@champion (connect-zero version 1: run {earlier_id}, generation 2)"
+    )
+    assert parent.data.tags["start_from"] == described
+    assert read_manifest(copy, run_id)["start_from"] == {
+        "ref": "models:/connect-zero@champion", "run_id": earlier_id, "generation": 2,
+        "described": described, "registered": {"name": "connect-zero", "version": 1}}  # fmt: skip
+    # What differs between parents comes first in the runs list's (cut) names.
+    clock = run_id.partition("T")[2]
+    assert re.fullmatch(rf"from v1 (\S+=\S+ )+(\+\d+ )?alphazero {clock[:8].replace('.', ':')}",
+                        parent.info.run_name)  # fmt: skip
+    # Its summary compares it with its start; its registered version says where it started.
+    assert f"- started from: {described}" in said[1]
+    assert re.search(r"- solver\.acc \(network alone, strict\): \d\.\d{3} \(its start: "
+                     r"\d\.\d{3}, [+-]\d\.\d{3}\)", said[1])  # fmt: skip
+    (version,) = [v for v in client.search_model_versions("name = 'connect-zero'")
+                  if v.tags.get("run_id") == run_id]  # fmt: skip
+    assert version.tags["start_from"] == described
+    assert f", started from {described}," in version.description
+    # curve names the start as resolved then (the alias may since have moved).
+    assert f", started from {described} (" in run_heading(copy, run_id, "its id")
+    # A run id names its last generation; an unknown one is refused before any work.
+    before_runs = set(known_runs(copy))
+    bad = kedro_cli(copy, "run", "--params", cli_params({**start, "model.start_from": "nope"}))
+    assert bad.returncode == 1 and "model.start_from='nope': no such run in this project" in (
+        bad.stderr
+    )
+    assert set(known_runs(copy)) == before_runs
 
 
 def test_runs_started_in_the_same_millisecond_get_ids_of_their_own(tmp_path):
@@ -217,71 +285,6 @@ def test_the_parent_run_s_tags_hold_no_object_repr(finished_run):
     (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
     assert parent.data.tags["runner"] == "SequentialRunner"
     assert not [k for k, v in parent.data.tags.items() if " object at 0x" in v]
-
-
-@pytest.mark.slow
-def test_a_new_run_starts_from_a_registered_version_or_a_run(finished_run, tmp_path):
-    """Train further as a new run: generation 0 is the champion's network (or a run's last
-    model), read as the run's input; the new run's parent records where it started."""
-    import torch
-
-    from tests.helpers import mlflow_client
-
-    source, earlier_id = finished_run
-    project = copy_project(source, tmp_path / "project")
-    final = _run_file(project, "data/06_models/gen_002/model.pt", earlier_id)
-    start = {**FINISHED_RUN, "alphazero.num_generations": 1, "model.start_window": "true",
-             "model.start_from": "models:/connect-zero@champion"}  # fmt: skip
-    res = kedro_cli(project, "run", "--params", cli_params(start))
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    (run_id,) = set(known_runs(project)) - {earlier_id}
-    # With its replay window: generation 0's games are the source's generations 1 and 2
-    # (buffer_gens 4 would take 3; it has 2), numbered -1 and 0, and generation 1 trains on them.
-    taken = pd.read_parquet(_run_file(project, "data/05_model_input/selfplay/gen_000/games.parquet",
-                                      run_id))  # fmt: skip
-    source = [pd.read_parquet(_run_file(project, f"data/05_model_input/selfplay/gen_00{k}/"
-                                        "games.parquet", earlier_id)) for k in (1, 2)]  # fmt: skip
-    assert taken.drop(columns="generation").equals(
-        pd.concat(source, ignore_index=True).drop(columns="generation")
-    )
-    assert sorted(taken["generation"].unique()) == [-1, 0]
-    metrics = json.loads(_run_file(project, "data/08_reporting/gen_001/train_metrics.json",
-                                   run_id).read_text())  # fmt: skip
-    assert metrics["window_generations"] == 3
-    gen0 = torch.load(_run_file(project, "data/06_models/gen_000/model.pt", run_id),
-                      weights_only=True)  # fmt: skip
-    weights = torch.load(final, weights_only=True)
-    assert gen0["config"] == weights["config"]
-    assert all(torch.equal(gen0["state_dict"][k], v) for k, v in weights["state_dict"].items())
-    (parent,) = mlflow_client(project).search_runs(["1"], f"tags.run_id = '{run_id}'")
-    described = (
-        f"models:/connect-zero@champion (connect-zero version 1: run {earlier_id}, generation 2)"
-    )
-    assert parent.data.tags["start_from"] == described
-    assert read_manifest(project, run_id)["start_from"] == {
-        "ref": "models:/connect-zero@champion", "run_id": earlier_id, "generation": 2,
-        "described": described, "registered": {"name": "connect-zero", "version": 1}}  # fmt: skip
-    # What differs between parents comes first in the runs list's (cut) names.
-    clock = run_id.partition("T")[2]
-    assert re.fullmatch(rf"from v1 (\S+=\S+ )+(\+\d+ )?alphazero {clock[:8].replace('.', ':')}",
-                        parent.info.run_name)  # fmt: skip
-    # Its summary compares it with its start; its registered version says where it started.
-    assert f"- started from: {described}" in res.stdout
-    assert re.search(r"- solver\.acc \(network alone, strict\): \d\.\d{3} \(its start: "
-                     r"\d\.\d{3}, [+-]\d\.\d{3}\)", res.stdout)  # fmt: skip
-    newest = max(mlflow_client(project).search_model_versions("name = 'connect-zero'"),
-                 key=lambda v: int(v.version))  # fmt: skip
-    assert newest.tags["start_from"] == described
-    assert f", started from {described}," in newest.description
-    # curve names the start as resolved then (the alias has since moved to this run's model).
-    assert f", started from {described} (" in run_heading(project, run_id, "its id")
-    # A run id names its last generation; an unknown one is refused before any work.
-    before = set(known_runs(project))
-    bad = kedro_cli(project, "run", "--params", cli_params({**start, "model.start_from": "nope"}))
-    assert bad.returncode == 1 and "model.start_from='nope': no such run in this project" in (
-        bad.stderr
-    )
-    assert set(known_runs(project)) == before
 
 
 def test_reinforce_refuses_a_start_from_and_a_window_needs_a_start():
