@@ -124,7 +124,7 @@ def test_two_generations_end_to_end_with_mlflow_children(finished_run, tmp_path,
     assert f"model: `data/06_models/latest_model.pt/{run_id}/latest_model.pt`" in summary
     assert f"data/08_reporting/learning_curves.png/{run_id}/learning_curves.png" in summary
     assert f"MLflow run: `{parent.info.run_id}`" in summary and "`make mlflow`" in summary
-    logged = client.download_artifacts(parent.info.run_id, "summary.md")
+    logged = client.download_artifacts(parent.info.run_id, "summary.md", str(tmp_path))
     assert Path(logged).read_text().strip() in summary
     # The run's description: the headline line, then the summary as printed.
     assert parent.data.tags["mlflow.note.content"].split("\n\n", 1)[1].strip() in summary

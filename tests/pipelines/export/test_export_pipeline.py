@@ -47,7 +47,7 @@ def _mlflow_client(project) -> tuple[mlflow.MlflowClient, str]:
     return client, client.get_experiment_by_name("connect_zero_pipeline").experiment_id
 
 
-def test_export_writes_versioned_onnx_mlflow_model_and_play_page(project):
+def test_export_writes_versioned_onnx_mlflow_model_and_play_page(project, tmp_path):
     model = _save_latest_model(project)
     run_kedro(project, "export")
 
@@ -94,7 +94,8 @@ def test_export_writes_versioned_onnx_mlflow_model_and_play_page(project):
     assert run.data.metrics["export.parity_max_abs_diff_value"] <= 1e-4
     (logged,) = client.search_logged_models(experiment_ids=[exp_id])
     assert logged.source_run_id == run.info.run_id
-    local = Path(mlflow.artifacts.download_artifacts(artifact_uri=logged.artifact_location))
+    local = Path(mlflow.artifacts.download_artifacts(artifact_uri=logged.artifact_location,
+                                                     dst_path=str(tmp_path)))  # fmt: skip
     assert "onnx" in (local / "MLmodel").read_text()
     assert (local / "model.onnx").read_bytes() == proto.SerializeToString()
 

@@ -70,12 +70,13 @@ class EvaluateConfig:
     """Score (wins + draws/2) the new model needs against the previous one to replace it."""
     seed: int = 0
     """Seeds the matches (mixed with the generation number)."""
-    full_every: int = 1
+    full_every: int = 12
     """The games and searches of the scorecard (against RandomPunisher and the previous
     generation, the MCTS agents on the public sets) run every ``full_every`` generations and
     at the run's last (:func:`full_scorecard`); every generation scores the network alone on
-    the solver set (``solver.*``, the learning curve: about a third of a full scorecard's
-    time on a 2-core CPU). 1, the default: every generation in full."""
+    the solver set (``solver.*``, the learning curve: about 2 s against a full scorecard's
+    18-20 s on a 2-core CPU). 12, the default: generations 12 and 24 of the default run, the
+    scorecard 4.7% of its wall time (docs/results.md); 1: every generation in full."""
 
     def __post_init__(self):
         check(is_int(self.num_games) and self.num_games >= 2, "num_games", self.num_games,
