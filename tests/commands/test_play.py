@@ -92,11 +92,22 @@ def test_bad_input_reprompts_and_eof_exits_cleanly(model_file):
 
 
 def _handles_signals(pid: int) -> bool:
-    """The command's own signal handlers are installed: SIGTERM is caught (Python alone
-    leaves it at its default), so from here on Ctrl-C must end the process cleanly."""
+    """The command's own signal handlers are installed (``commands.interrupts.install``), so
+    from here on Ctrl-C must end the process cleanly: SIGTERM is caught (Python alone leaves
+    it at its default) and the signal wake-up pipe is open. The pipe tells them apart from a
+    tool that catches SIGTERM from the interpreter's start (coverage.py's ``sigterm``)."""
     status = Path(f"/proc/{pid}/status").read_text()
     caught = int(re.search(r"SigCgt:\s*([0-9a-f]+)", status).group(1), 16)
-    return bool(caught >> (signal.SIGTERM - 1) & 1)
+    fds = Path(f"/proc/{pid}/fd")
+    pipes = sum(_readlink(fd).startswith("pipe:") for fd in fds.iterdir())
+    return bool(caught >> (signal.SIGTERM - 1) & 1) and pipes >= 2
+
+
+def _readlink(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except FileNotFoundError:  # closed while listed
+        return ""
 
 
 def _torch_loaded(pid: int) -> bool:
