@@ -10,8 +10,13 @@ order the run reaches them, appending one JSON line per event to ``CZ_FAULT_LOG`
 - ``mlflow``: every write of MLflow's tracking and registry stores (the outermost call of
   each ``create_*``, ``log_*``, ``set_*``, ``update_*``, ... method) and every artifact copy.
 
+Each point is logged with the node it ran in (``node``: the kedro node whose task was under way,
+its hooks and output saves included; ``<run>`` outside any node) and its place among that
+node's points (``nth``, 1-based), so that a point can be named in another run too.
+
 ``CZ_FAULT_AT=k`` makes write point ``k`` (1-based) fail with ``OSError(ENOSPC)`` the way a
-full disk does: inside it, the first write to a file writes half its bytes and raises; a
+full disk does (``CZ_FAULT_AT=<node>#<n>``: the ``n``-th point of that node, in whatever run
+reaches it: a resume's points are not numbered as a fresh run's): inside it, the first write to a file writes half its bytes and raises; a
 store write raises before it changes anything; a point that wrote nothing raises at its
 end. With ``CZ_FAULT_STICKY=1`` the disk stays full: every later point fails too (the run
 cannot record its own failure: a ``data/`` folder made read-only mid-run). Every load of a versioned file is logged with the sha256 of the bytes read, so a test
@@ -47,10 +52,12 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
     import re
     import threading
 
-    _AT = int(os.environ.get("CZ_FAULT_AT", "0"))
+    _AT = os.environ.get("CZ_FAULT_AT", "0")
     _STICKY = os.environ.get("CZ_FAULT_STICKY") == "1"
     _state = threading.local()
     _count = 0
+    _in_node: dict[str, int] = {}  # points so far in each node
+    _fired = False  # the fault has fired (sticky: every later point fails too)
     _armed = False  # inside the faulted write point: the next write fails
     _real_open = builtins.open
 
@@ -98,13 +105,16 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
 
     def _point(kind: str, name: str, call, /, *args, **kwargs):
         """Run ``call`` as one write point (nested points inside it are not counted)."""
-        global _count, _armed
+        global _count, _armed, _fired
         depth = getattr(_state, "depth", 0)
         if depth:
             return call(*args, **kwargs)
         _count += 1
-        _event(point=_count, kind=kind, name=name)
-        faulted = _count == _AT or (_STICKY and 0 < _AT < _count)
+        node = getattr(_state, "node", "<run>")
+        nth = _in_node[node] = _in_node.get(node, 0) + 1
+        _event(point=_count, kind=kind, name=name, node=node, nth=nth)
+        faulted = _AT in (str(_count), f"{node}#{nth}") or (_STICKY and _fired)
+        _fired = _fired or faulted
         if faulted and kind == "mlflow":
             raise _disk_full(name)
         _armed = faulted
@@ -128,8 +138,21 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
 
         setattr(owner, attr, wrapper)
 
+    from kedro.runner.task import Task
+
     from connect_zero_pipeline.datasets.atomic import AtomicDataCatalog
     from connect_zero_pipeline.run import manifest as runs
+
+    _execute = Task.execute
+
+    def _in_task(self, *args, **kwargs):
+        _state.node = self.node.name
+        try:
+            return _execute(self, *args, **kwargs)
+        finally:
+            _state.node = "<run>"
+
+    Task.execute = _in_task
 
     _wrap(AtomicDataCatalog, "save", "dataset", lambda self, name, data: name)
     for _fn in ("write_manifest", "claim_manifest"):

@@ -20,7 +20,13 @@ full disk does, then ``make resume``'s command runs with the fault removed. Ever
 ``tests/reliability/test_faults.py`` runs a seeded sample of points in CI; the whole sweep::
 
     .venv/bin/python -m tests.faults.sweep --all       # every point (prints one line each)
-    .venv/bin/python -m tests.faults.sweep --sample 3  # a seeded sample, as CI does
+    .venv/bin/python -m tests.faults.sweep --sample 3  # a seeded sample, a project each
+    .venv/bin/python -m tests.faults.sweep --chain     # the same sample in one project, as CI does
+
+CI chains its sample (:func:`check_chain`): the run fails at the first point, its resume at
+the second, and so on, then a last resume finishes; so it also checks that a failed resume
+resumes. A later point is named by its node and its place in it (``gen_001.evaluate#12``),
+as a resume numbers its points from its own start.
 """
 
 from __future__ import annotations
@@ -157,6 +163,63 @@ def clean_run(template: Path, work: Path) -> tuple[list[dict], dict[str, str]]:
     return points, outputs(project, run_id)
 
 
+def _failed(project: Path, template: Path, failed, log_from: list[dict], what: str,
+            sticky: bool, run_id: str | None) -> str | None:  # fmt: skip
+    """The checks of a run that a fault stopped (``run_id``: the run it resumed, if any); the
+    id of the run to resume, or None when it failed before the run began (the store)."""
+    faults = [e for e in log_from if "fault" in e]
+    assert faults, f"{what}: the fault never fired"
+    what = f"{what} ({faults[0]['during']})"
+    assert failed.returncode != 0, f"{what}: the run did not fail\n{failed.stdout[-2000:]}"
+    assert "Traceback" not in failed.stdout + failed.stderr, (
+        f"{what}: a traceback\n" + (failed.stdout + failed.stderr)[-3000:]
+    )
+    if not (project / "data" / "runs").is_dir():  # it failed before the run began (the store)
+        assert _files(project / "data") == _files(template / "data"), f"{what}: files written"
+        return None
+    record = manifest(project)
+    assert run_id in (None, record["run_id"]), f"{what}: a resume made a run of its own"
+    out = failed.stdout + failed.stderr  # the one way to go on, not Kedro's --from-nodes
+    assert f"make resume RUN={record['run_id']}" in out and "--from-nodes" not in out, what
+    if sticky:  # it could not record its failure: it says so, and reads as interrupted
+        from connect_zero_pipeline.run.liveness import run_status
+
+        assert record["status"] == "running" and run_status(record) == "interrupted", what
+        assert (f"Run {record['run_id']} could not be recorded as failed: its manifest "
+                "cannot be written (No space left on device") in out, f"{what}: {out[-2000:]}"  # fmt: skip
+        assert "is recorded as failed" not in out, what
+    else:
+        assert record["status"] == "failed", f"{what}: manifest {record['status']}"
+        assert "No space left on device" in record.get("error", ""), f"{what}: {record}"
+    return record["run_id"]
+
+
+def _run(project: Path, log: Path, run_id: str | None, fault_at: int | str = 0,
+         sticky: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+    """The run again (``run_id`` None) or ``make resume``'s command for ``run_id``."""
+    if run_id is None:
+        return kedro(project, "run", "--params", PARAMS, log=log, fault_at=fault_at,
+                     sticky=sticky)  # fmt: skip
+    return kedro(project, "run", "--only-missing-outputs", "--params",
+                 f"{PARAMS},resume={run_id}", log=log, fault_at=fault_at, sticky=sticky)  # fmt: skip
+
+
+def _whole(project: Path, log: Path, clean: dict[str, str], what: str) -> int:
+    """The run finished whole: its outputs are the clean run's, no run read a partial
+    version, the registry has the run once. The number of loads checked."""
+    run_id = manifest(project)["run_id"]
+    assert manifest(project)["status"] == "finished", what
+    got = outputs(project, run_id)
+    assert got == clean, f"{what}: outputs differ: " + str(
+        sorted(k for k in set(got) | set(clean) if got.get(k) != clean.get(k))
+    )
+    loads = [e for e in events(log) if "load" in e]
+    for load in loads:
+        assert file_sha(Path(load["path"])) == load["sha"], f"{what}: read a partial {load['path']}"
+    assert registry_versions(project, run_id) == 1, f"{what}: registry versions"
+    return len(loads)
+
+
 def check_point(template: Path, work: Path, k: int, clean: dict[str, str],
                 sticky: bool = False) -> dict:  # fmt: skip
     """Fail write point ``k`` (``sticky``: and every later one, so the run cannot record its
@@ -165,47 +228,46 @@ def check_point(template: Path, work: Path, k: int, clean: dict[str, str],
     shutil.copytree(template, project)
     log = work / f"{project.name}.jsonl"
     failed = kedro(project, "run", "--params", PARAMS, log=log, fault_at=k, sticky=sticky)
-    faults = [e for e in events(log) if "fault" in e]
-    assert faults, f"point {k}: the fault never fired"
-    what = f"point {k} ({faults[0]['during']})"
-    assert failed.returncode != 0, f"{what}: the run did not fail\n{failed.stdout[-2000:]}"
-    assert "Traceback" not in failed.stdout + failed.stderr, (
-        f"{what}: a traceback\n" + (failed.stdout + failed.stderr)[-3000:]
-    )
-    if not (project / "data" / "runs").is_dir():  # it failed before the run began (the store)
-        assert _files(project / "data") == _files(template / "data"), f"{what}: files written"
-        resumed = kedro(project, "run", "--params", PARAMS, log=log)  # so: run it again
-    else:
-        record = manifest(project)
-        out = failed.stdout + failed.stderr  # the one way to go on, not Kedro's --from-nodes
-        assert f"make resume RUN={record['run_id']}" in out and "--from-nodes" not in out, what
-        if sticky:  # it could not record its failure: it says so, and reads as interrupted
-            from connect_zero_pipeline.run.liveness import run_status
-
-            assert record["status"] == "running" and run_status(record) == "interrupted", what
-            assert (f"Run {record['run_id']} could not be recorded as failed: its manifest "
-                    "cannot be written (No space left on device") in out, f"{what}: {out[-2000:]}"  # fmt: skip
-            assert "is recorded as failed" not in out, what
-        else:
-            assert record["status"] == "failed", f"{what}: manifest {record['status']}"
-            assert "No space left on device" in record.get("error", ""), f"{what}: {record}"
-        resumed = kedro(project, "run", "--only-missing-outputs", "--params",
-                        f"{PARAMS},resume={record['run_id']}", log=log)  # fmt: skip
+    what = f"point {k}"
+    run_id = _failed(project, template, failed, events(log), what, sticky, None)
+    resumed = _run(project, log, run_id)  # resumed, or (no run began) run again
     assert resumed.returncode == 0, f"{what}: resume failed\n{resumed.stderr[-3000:]}"
-    run_id = manifest(project)["run_id"]
-    assert manifest(project)["status"] == "finished", what
-    got = outputs(project, run_id)
-    assert got == clean, f"{what}: outputs differ: " + str(
-        sorted(k for k in set(got) | set(clean) if got.get(k) != clean.get(k))
-    )
-    for load in (e for e in events(log) if "load" in e):
-        assert file_sha(Path(load["path"])) == load["sha"], f"{what}: read a partial {load['path']}"
-    assert registry_versions(project, run_id) == 1, f"{what}: registry versions"
-    return {
-        "point": k,
-        "during": faults[0]["during"],
-        "loads": sum("load" in e for e in events(log)),
-    }
+    faults = [e for e in events(log) if "fault" in e]
+    return {"point": k, "during": faults[0]["during"], "loads": _whole(project, log, clean, what)}
+
+
+def check_chain(template: Path, work: Path, chosen: list[int], points: list[dict],
+                clean: dict[str, str]) -> list[dict]:  # fmt: skip
+    """One project, one fault a run: the run fails at the first of ``chosen`` (the clean
+    run's numbering), its resume at the second, that resume's resume at the third, ...,
+    each a point of the same node as in the clean run (``<node>#<n>``: a resume's points
+    are numbered from its own start), then a last resume finishes: every failed run is
+    checked as :func:`check_point` checks one, and the end as a resumed run's. A dataset
+    save's fault is sticky (``data/`` read-only from then on). As many runs as faults, plus
+    one, where :func:`check_point` takes two a fault."""
+    by_point = {e["point"]: e for e in points}
+    chosen = sorted(chosen)
+    project = work / ("chain_" + "_".join(f"{k:03d}" for k in chosen))
+    shutil.copytree(template, project)
+    log = work / f"{project.name}.jsonl"
+    run_id, reports = None, []
+    for i, k in enumerate(chosen):
+        point = by_point[k]
+        if i and point["node"] == "<run>":
+            raise ValueError(f"point {k} ({point['name']}) is outside any node: only a run's "
+                             "first fault can be named by its number")  # fmt: skip
+        at = k if i == 0 else f"{point['node']}#{point['nth']}"
+        sticky = point["kind"] == "dataset"
+        seen = len(events(log))
+        failed = _run(project, log, run_id, fault_at=at, sticky=sticky)
+        what = f"point {k} = {at}{' (sticky)' if sticky else ''}"
+        run_id = _failed(project, template, failed, events(log)[seen:], what, sticky, run_id)
+        fault = next(e for e in events(log)[seen:] if "fault" in e)
+        reports.append({"point": k, "at": at, "kind": point["kind"], "during": fault["during"]})
+    resumed = _run(project, log, run_id)
+    assert resumed.returncode == 0, f"chain {chosen}: resume failed\n{resumed.stderr[-3000:]}"
+    loads = _whole(project, log, clean, f"chain {chosen}")
+    return [{**r, "loads": loads} for r in reports]
 
 
 def sample(points: list[dict], size: int, seed: int) -> list[int]:
@@ -225,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", default=None, help="a range of write points, e.g. 120-229")
     parser.add_argument("--sample", type=int, default=3, help="points to sample (default 3)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--chain", action="store_true",
+                        help="the chosen points' faults in one project, one a run (as CI)")  # fmt: skip
     parser.add_argument("--work", default=None, help="folder for the projects (default: a tmp)")
     args = parser.parse_args(argv)
     import tempfile
@@ -245,7 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         first, _, last = args.points.partition("-")
         chosen = [k for k in (e["point"] for e in points) if int(first) <= k <= int(last or first)]
     failures = 0
-    for k in chosen:
+    if args.chain:
+        try:
+            for report in check_chain(template, work, chosen, points, clean):
+                print(json.dumps({**report, "ok": True}), flush=True)
+        except AssertionError as exc:
+            failures += 1
+            print(json.dumps({"chain": chosen, "ok": False, "error": str(exc)[:2000]}))
+    for k in [] if args.chain else chosen:
         t0 = time.perf_counter()
         try:
             report = check_point(template, work, k, clean)

@@ -3,7 +3,8 @@ and a user's mistake is one short message, never a traceback.
 
 The fault sweep (``tests/faults/sweep.py``) makes one write point of a tiny real run fail as
 a full disk does and resumes it. CI checks a seeded sample, one point of each kind (a dataset
-save, a manifest write, an MLflow write); ``python -m tests.faults.sweep --all`` checks them all.
+save, a manifest write, an MLflow write), chained in one project: the run, then each resume,
+fails at the next; ``python -m tests.faults.sweep --all`` checks every point, each alone.
 """
 
 from __future__ import annotations
@@ -54,18 +55,19 @@ def test_the_clean_run_has_write_points_of_every_kind(sweep_base):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("position", [0, 1, 2])
-def test_a_full_disk_at_a_write_point_fails_the_run_cleanly_and_it_resumes_whole(
-    sweep_base, position
+def test_a_full_disk_at_a_write_point_of_each_kind_fails_the_run_cleanly_and_it_resumes_whole(
+    sweep_base,
 ):
+    """The sample's three points in one project: the run fails at the first, its resume at
+    the second, that resume's resume at the third (a dataset save's fault keeps failing
+    after it: data/ read-only mid-run, the run cannot record its own failure, and must say
+    so), then the last resume finishes whole (see sweep.check_chain)."""
     template, work, points, clean = sweep_base
-    k = sweep.sample(points, 3, SAMPLE_SEED)[position]
-    kind = next(e["kind"] for e in points if e["point"] == k)
-    # The dataset save's point keeps failing after it (data/ read-only mid-run): the run
-    # cannot record its own failure, and must say so.
-    sticky = kind == "dataset"
-    report = sweep.check_point(template, work, k, clean, sticky=sticky)  # see sweep.py
-    assert report["loads"] > 0
+    chosen = sweep.sample(points, 3, SAMPLE_SEED)
+    reports = sweep.check_chain(template, work, chosen, points, clean)
+    assert sorted(r["kind"] for r in reports) == ["dataset", "manifest", "mlflow"]
+    assert all("#" in str(r["at"]) for r in reports[1:])  # the resumes' faults, by node
+    assert reports[-1]["loads"] > 0
 
 
 # ---------------------------------------------------------------------------
