@@ -44,6 +44,7 @@ def sweep_base(tmp_path_factory, pons_set):
     return template, work, points, clean
 
 
+@pytest.mark.slow
 def test_the_clean_run_has_write_points_of_every_kind(sweep_base):
     _, _, points, clean = sweep_base
     kinds = {e["kind"] for e in points}
@@ -103,6 +104,7 @@ def test_unknown_pipeline_or_env_lists_the_valid_names(kedro_project, args, expe
     assert files_under(kedro_project) == before and store_untouched(kedro_project)
 
 
+@pytest.mark.slow
 def test_an_unknown_node_names_the_closest_ones_and_verbose_shows_the_traceback(kedro_project):
     before = files_under(kedro_project)
     out = _clean_error(kedro_cli(kedro_project, "run", "--nodes=gen_001.trian"))
@@ -133,6 +135,7 @@ def export_project(pons_project):
     return pons_project
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("relpath", "content", "expected"),
     [
@@ -243,6 +246,7 @@ def test_a_read_only_store_is_refused_before_anything_is_written(store_project):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_sigterm_stop_a_run_and_mark_it_failed_everywhere(pons_project):
     """A Ctrl-C (SIGINT to the terminal's process group) during the first generation, then a
     SIGTERM (a scheduler's stop: to the process alone) during its resume: each says
