@@ -16,9 +16,9 @@ node's points (``nth``, 1-based), so that a point can be named in another run to
 
 ``CZ_FAULT_AT=k`` makes write point ``k`` (1-based) fail with ``OSError(ENOSPC)`` the way a
 full disk does (``CZ_FAULT_AT=<node>#<n>``: the ``n``-th point of that node, in whatever run
-reaches it: a resume's points are not numbered as a fresh run's): inside it, the first write to a file writes half its bytes and raises; a
-store write raises before it changes anything; a point that wrote nothing raises at its
-end. With ``CZ_FAULT_STICKY=1`` the disk stays full: every later point fails too (the run
+reaches it: a resume's points are not numbered as a fresh run's): inside it, the first
+write to a file writes half its bytes and raises; a store write raises before it changes
+anything; a point that wrote nothing raises at its end. With ``CZ_FAULT_STICKY=1`` the disk stays full: every later point fails too (the run
 cannot record its own failure: a ``data/`` folder made read-only mid-run). Every load of a versioned file is logged with the sha256 of the bytes read, so a test
 can show that no partial version was ever read.
 """

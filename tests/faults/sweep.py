@@ -227,7 +227,7 @@ def check_point(template: Path, work: Path, k: int, clean: dict[str, str],
     project = work / f"point_{k:03d}{'_sticky' if sticky else ''}"
     shutil.copytree(template, project)
     log = work / f"{project.name}.jsonl"
-    failed = kedro(project, "run", "--params", PARAMS, log=log, fault_at=k, sticky=sticky)
+    failed = _run(project, log, None, fault_at=k, sticky=sticky)
     what = f"point {k}"
     run_id = _failed(project, template, failed, events(log), what, sticky, None)
     resumed = _run(project, log, run_id)  # resumed, or (no run began) run again
@@ -316,16 +316,17 @@ def main(argv: list[str] | None = None) -> int:
         except AssertionError as exc:
             failures += 1
             print(json.dumps({"chain": chosen, "ok": False, "error": str(exc)[:2000]}))
-    for k in [] if args.chain else chosen:
-        t0 = time.perf_counter()
-        try:
-            report = check_point(template, work, k, clean)
-            report["ok"] = True
-        except AssertionError as exc:
-            failures += 1
-            report = {"point": k, "ok": False, "error": str(exc)[:2000]}
-        report["seconds"] = round(time.perf_counter() - t0, 1)
-        print(json.dumps(report), flush=True)
+    else:
+        for k in chosen:
+            t0 = time.perf_counter()
+            try:
+                report = check_point(template, work, k, clean)
+                report["ok"] = True
+            except AssertionError as exc:
+                failures += 1
+                report = {"point": k, "ok": False, "error": str(exc)[:2000]}
+            report["seconds"] = round(time.perf_counter() - t0, 1)
+            print(json.dumps(report), flush=True)
     print(json.dumps({"checked": len(chosen), "failed": failures,
                       "seconds": round(time.perf_counter() - start, 1)}))  # fmt: skip
     return 1 if failures else 0
