@@ -255,10 +255,12 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_mark_it_failed_everywhere(pons_projec
     from tests.helpers import mlflow_client
 
     project = pons_project
-    # Two generations: the first train node leaves a whole generation and the export to run,
-    # so the signal lands mid-run however slowly this test reads the output. Two self-play
-    # workers, kept between generations: the Ctrl-C reaches them too, as at a terminal.
-    params = cli_params({**TINY_CLI, "alphazero.num_generations": 2, "selfplay.node.workers": 2})
+    # Eight generations: the first train node leaves seven and the export to run (15 s idle,
+    # more on a busy machine; a stopped run never plays them), so the signal lands mid-run
+    # however late this test reads the output: with two, a busy suite once read the line
+    # after the run had ended. Two self-play workers, kept between generations: the Ctrl-C
+    # reaches them too, as at a terminal.
+    params = cli_params({**TINY_CLI, "alphazero.num_generations": 8, "selfplay.node.workers": 2})
     rest, code = _stopped(kedro_cli(project, "run", "--params", params, wait=False,
                                     terminal=True), "Running node: train", group=signal.SIGINT)  # fmt: skip
     assert code == 130

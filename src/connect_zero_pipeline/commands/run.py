@@ -189,7 +189,13 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
     tidy_logs(verbose)
     try:
         with stops_handled():
-            return _kedro_run.callback(**kwargs)
+            result = _kedro_run.callback(**kwargs)
+            # The kept self-play workers stop here, where a Ctrl-C is a stop like any other,
+            # not at the interpreter's exit, where it was a traceback (or exit status 0).
+            from ..executors.local import close_pools  # noqa: PLC0415 (torch: once a run ran)
+
+            close_pools()
+            return result
     except click.ClickException:
         raise
     except KeyboardInterrupt as stop:
