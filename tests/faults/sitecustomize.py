@@ -21,6 +21,10 @@ write to a file writes half its bytes and raises; a store write raises before it
 anything; a point that wrote nothing raises at its end. With ``CZ_FAULT_STICKY=1`` the disk stays full: every later point fails too (the run
 cannot record its own failure: a ``data/`` folder made read-only mid-run). Every load of a versioned file is logged with the sha256 of the bytes read, so a test
 can show that no partial version was ever read.
+
+``CZ_PAUSE_AT=<name>`` stops the run before the write point of that name (a dataset's name,
+for a dataset save), saying ``Paused at <name>`` on stdout, until it is killed: a test that
+kills a run mid-way kills it there, however late it reads that line.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
 
     _AT = os.environ.get("CZ_FAULT_AT", "0")
     _STICKY = os.environ.get("CZ_FAULT_STICKY") == "1"
+    _PAUSE = os.environ.get("CZ_PAUSE_AT")
     _state = threading.local()
     _count = 0
     _in_node: dict[str, int] = {}  # points so far in each node
@@ -113,6 +118,9 @@ if _LOG and os.environ.get("CZ_FAULT_OWNER") is None:
         node = getattr(_state, "node", "<run>")
         nth = _in_node[node] = _in_node.get(node, 0) + 1
         _event(point=_count, kind=kind, name=name, node=node, nth=nth)
+        if name == _PAUSE:
+            print(f"Paused at {name}", flush=True)
+            threading.Event().wait()  # until the test kills the run
         faulted = _AT in (str(_count), f"{node}#{nth}") or (_STICKY and _fired)
         _fired = _fired or faulted
         if faulted and kind == "mlflow":

@@ -52,17 +52,22 @@ def _run_file(project: Path, relpath: str, run_id: str) -> Path:
     return project / relpath / run_id / Path(relpath).name
 
 
-def _kill_at(project: Path, args: tuple[str, ...], line: str) -> tuple[set[str], set[int]]:
+def _kill_at(project: Path, args: tuple[str, ...], dataset: str) -> tuple[set[str], set[int]]:
     """Start ``kedro <args>`` in ``project`` and kill it alone (SIGKILL: the OOM killer, a
-    ``kill -9``) once it prints ``line``. Every process it started (self-play's workers,
-    multiprocessing's resource tracker) must then exit by itself, without a "leaked
-    semaphore" warning (``executors.lifetime``). Returns the semaphores in /dev/shm it had
-    open and the processes it had started."""
-    proc = kedro_cli(project, *args, wait=False)
+    ``kill -9``) just before it saves ``dataset`` (the fault shim holds it there:
+    ``tests/faults/sitecustomize.py``'s ``CZ_PAUSE_AT``). Every process it started
+    (self-play's workers, multiprocessing's resource tracker) must then exit by itself,
+    without a "leaked semaphore" warning (``executors.lifetime``). Returns the semaphores in
+    /dev/shm it had open and the processes it had started."""
+    from tests.faults.sweep import SHIM
+
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(SHIM), os.environ.get("PYTHONPATH")])),
+           "CZ_FAULT_LOG": str(project.parent / "points.jsonl"), "CZ_PAUSE_AT": dataset}  # fmt: skip
+    proc = kedro_cli(project, *args, wait=False, env=env)
     held: set[str] = set()
     started: set[int] = set()
     try:
-        wait_for_line(proc, line)
+        wait_for_line(proc, f"Paused at {dataset}")
         inodes = open_inodes(SHM, [proc.pid])
         held = {p.name for p in SHM.glob("sem.mp-*") if p.stat().st_ino in inodes}
         started = descendants(proc.pid)
@@ -355,7 +360,7 @@ def test_a_finished_run_is_extended_to_more_generations_in_the_same_run(finished
     registered = len(client.search_model_versions("name = 'connect-zero'"))
     longer = cli_params({**FINISHED_RUN, "alphazero.num_generations": 3})
     extend = ("run", "--only-missing-outputs", "--params", f"resume={run_id},{longer}")
-    held, started = _kill_at(project, extend, "Generation 3 training on")
+    held, started = _kill_at(project, extend, "gen_003.model")  # trained, not saved
     assert held and len(started) >= 3  # the pool's semaphores; 2 workers and the tracker
     killed = read_manifest(project, run_id)
     (step,) = killed["extended"]
