@@ -37,7 +37,9 @@ from . import figure
 
 
 def _games_table(rows: int, seed: int = 0) -> pd.DataFrame:
-    """A self-play-shaped table of random legal positions with random targets."""
+    """A self-play-shaped table of random legal positions with random targets, in random
+    order: its first rows are positions of every ply (played in order, its first 256 are
+    the empty board, which the node merges into one sample)."""
     gen = torch.Generator().manual_seed(seed)
     state = initial_state(256)
     pos, mask = [], []
@@ -54,7 +56,8 @@ def _games_table(rows: int, seed: int = 0) -> pd.DataFrame:
         df[name] = pi[:, c].astype(np.float32)
     df["z"] = torch.randint(-1, 2, (rows,), generator=gen).float().numpy()
     df["root_value"] = (torch.rand(rows, generator=gen) * 2 - 1).numpy()  # the search's value
-    return df
+    order = torch.randperm(rows, generator=gen).numpy()
+    return df.iloc[order].reset_index(drop=True)
 
 
 def _bare_loop(model, boards, pi, z, cfg: TrainParams, num_steps: int) -> None:
