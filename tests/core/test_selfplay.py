@@ -209,6 +209,7 @@ def test_tiny_model_end_to_end_with_progress():
         ({"dirichlet_eps": 2}, "dirichlet_eps"),
         ({"seed": "x"}, "seed"),
         ({"finish_games": "yes"}, "finish_games"),
+        ({"precision": "float16"}, "precision"),
     ],
 )
 def test_config_validation(kwargs, field):
@@ -221,6 +222,28 @@ def test_needs_exactly_one_evaluator():
         self_play(SMALL)
     with pytest.raises(ValueError, match="shard_index"):
         self_play(SMALL, pure_fn, shard_index=2, num_shards=2)
+
+
+def test_a_bfloat16_search_runs_its_network_in_torch_and_says_what_cannot():
+    """``precision: bfloat16`` evaluates with torch under autocast (onnxruntime computes in
+    float32): close to float32's figures, not equal; what cannot run in it is refused."""
+    from connect_zero_pipeline.core.inference import make_evaluate_fn
+
+    torch.manual_seed(0)
+    model = build_model("tiny").eval()
+    boards = torch.randint(-1, 2, (64, 6, 7), dtype=torch.int8)
+    f32 = make_evaluate_fn(model, "cpu")(boards)
+    bf16 = make_evaluate_fn(model, "cpu", dtype=torch.bfloat16)(boards)
+    assert bf16[0].dtype == torch.float32  # float32 out, as search reads it
+    assert not torch.equal(f32[0], bf16[0])
+    torch.testing.assert_close(bf16[0], f32[0], atol=0.05, rtol=0.05)
+    with pytest.raises(ValueError, match="backend 'onnxruntime' runs in float32, not "
+                                         "torch.bfloat16"):  # fmt: skip
+        make_evaluate_fn(model, "cpu", "onnxruntime", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="compile 'eager' runs the network in float32, but "
+                                         "precision is 'bfloat16'"):  # fmt: skip
+        self_play(selfplay_config(num_games=2, sims=2, moves_per_gen=2, precision="bfloat16"),
+                  model=model, compile="eager")  # fmt: skip
 
 
 def test_thread_count_is_restored():

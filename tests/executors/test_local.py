@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -26,6 +28,12 @@ def test_local_worker_processes_give_the_single_process_table():
     same = [c for c in one.columns if c != "root_value"]
     assert one[same].equals(two[same])
     assert (one["root_value"] - two["root_value"]).abs().max() < 1e-5
+    # The recipe's precision reaches the workers: bfloat16 plays games of its own (another
+    # move now and then), the same in two workers as in one process.
+    bf16 = dataclasses.replace(cfg, precision="bfloat16")
+    one_bf16 = self_play(bf16, model=model, generation=2)
+    assert not one_bf16[same].equals(one[same])
+    assert one_bf16[same].equals(local_self_play(bf16, model, workers=2, generation=2).table[same])
     with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
         local_self_play(cfg, model, workers=0)
 

@@ -160,6 +160,11 @@ def test_sharded_selfplay_on_ray_equals_local(ray_address, tiny_model, local_tab
         # Another seed is another table: the equality above is not vacuous.
         other = pool.play(dataclasses.replace(TINY, seed=12), GENERATION).table
         assert not other[["position", "action"]].equals(local_table[["position", "action"]])
+        # The recipe's precision reaches the actors' network (built again for it).
+        bf16 = dataclasses.replace(TINY, precision="bfloat16")
+        expected = self_play(bf16, model=tiny_model, generation=GENERATION)
+        assert not expected[["position", "action"]].equals(local_table[["position", "action"]])
+        assert_same_games(pool.play(bf16, GENERATION, num_shards=2).table, expected)
 
 
 def _crash_once_worker(marker: Path):

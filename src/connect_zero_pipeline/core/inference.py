@@ -38,21 +38,26 @@ value [B])`` float32, the value from the view of each board's side to move. Sear
 such function (a toy bandit in the tests); :func:`make_evaluate_fn` wraps a model."""
 
 
-def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None) -> EvaluateFn:
+def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None,
+                      dtype: torch.dtype = torch.float32) -> EvaluateFn:  # fmt: skip
     """``model`` as an :data:`EvaluateFn` with torch: eval mode, ``inference_mode``, float32 out.
 
     Args:
         device: where the model runs (it is moved there); None keeps the device
             of its parameters. Boards are moved to it.
+        dtype: the arithmetic: float32, or a lower precision under ``torch.autocast`` (the
+            weights stay float32).
     """
     if device is None:
         device = next(model.parameters(), torch.empty(0)).device  # no parameters: an OnnxNetwork
     model = model.to(device).eval()
+    device = torch.device(device)
 
     def evaluate_fn(boards: torch.Tensor):
         if model.training:  # e.g. a training loop switched it back
             model.eval()
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast(device.type, dtype,
+                                                    enabled=dtype != torch.float32):  # fmt: skip
             logits, value = model(boards.to(device))
         return logits.float(), value.float()
 
@@ -104,21 +109,30 @@ def ort_evaluate_fn(model: nn.Module, threads: int = 1) -> EvaluateFn:
 
 
 def make_evaluate_fn(
-    model: nn.Module, device: torch.device | str = "cpu", backend: str = "auto", threads: int = 1
+    model: nn.Module,
+    device: torch.device | str = "cpu",
+    backend: str = "auto",
+    threads: int = 1,
+    dtype: torch.dtype = torch.float32,
 ) -> EvaluateFn:
     """An ``evaluate_fn`` for ``model``.
 
     Args:
-        backend: ``auto`` (onnxruntime on CPU, torch on CUDA), ``torch`` or ``onnxruntime``.
+        backend: ``auto`` (onnxruntime on CPU in float32, torch on CUDA or in another
+            ``dtype``), ``torch`` or ``onnxruntime``.
         threads: onnxruntime's intra-op threads (0: its default, one per core).
+        dtype: the arithmetic (:func:`~.device.compute_dtype`); onnxruntime's is float32.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     device = torch.device(device)
     if backend == "auto":
-        backend = "torch" if device.type == "cuda" else "onnxruntime"
+        backend = "onnxruntime" if device.type == "cpu" and dtype == torch.float32 else "torch"
     if backend == "onnxruntime":
         if device.type != "cpu":
             raise ValueError(f"backend 'onnxruntime' runs on the CPU, but device is {device}")
+        if dtype != torch.float32:
+            raise ValueError(f"backend 'onnxruntime' runs in float32, not {dtype}: set the "
+                             "backend to auto or torch, or the precision to float32")  # fmt: skip
         return ort_evaluate_fn(model, threads)
-    return torch_evaluate_fn(model, device)
+    return torch_evaluate_fn(model, device, dtype)

@@ -50,7 +50,7 @@ from .bitboard import BOARD_MASK, State, initial_state, legal_mask, play, reset_
 from .board import NUM_CELLS, WIDTH
 from .config.search import MCTSConfig
 from .config.selfplay import SelfPlayConfig, games_per_slot
-from .device import torch_threads
+from .device import compute_dtype, torch_threads
 from .inference import EvaluateFn, make_evaluate_fn
 from .progress import progress_bar
 from .search import (
@@ -201,7 +201,8 @@ def play_games(
         config: :class:`SelfPlayConfig` (defaults: the CPU recipe).
         evaluate_fn: ``boards int8 [M, 6, 7] -> (logits [M, 7], value [M])``, or
             give ``model`` instead (moved to ``device`` and wrapped by
-            :func:`~.inference.make_evaluate_fn` with ``backend``).
+            :func:`~.inference.make_evaluate_fn` with ``backend``, in ``config.precision``
+            on ``device``: :func:`network_dtype`).
         device: where games and search run.
         generation: written to the ``generation`` column and mixed into the seed.
         shard_index, num_shards: play only the slots of :func:`shard_slots`;
@@ -241,7 +242,11 @@ def play_games(
     if len(slots) == 0:
         return Played(empty_games_table())
     program = None
+    dtype = network_dtype(cfg, device) if model is not None else torch.float32
     if compiler is not None:
+        if dtype != torch.float32:
+            raise ValueError(f"compile {compile!r} runs the network in float32, but precision "
+                             f"is {cfg.precision!r} ({dtype} here): set precision to float32")  # fmt: skip
         if backend not in ("auto", "torch"):
             raise ValueError(f"compile {compile!r} runs the network with torch, but backend is "
                              f"{backend!r}: set backend to auto or torch")  # fmt: skip
@@ -251,11 +256,17 @@ def play_games(
         if model is not None:
             evaluate_fn = network(model, device)
     elif model is not None:
-        evaluate_fn = make_evaluate_fn(model, device, backend)
+        evaluate_fn = make_evaluate_fn(model, device, backend, dtype=dtype)
     compiling = program.counters.compile_seconds if program is not None else 0.0
     with torch_threads(num_threads):
         table = _play(cfg, evaluate_fn, slots, generation, device, progress, program)
     return Played(table, (program.counters.compile_seconds - compiling) if program else 0.0)
+
+
+def network_dtype(config: SelfPlayConfig, device: torch.device | str) -> torch.dtype:
+    """The dtype the network of ``config``'s searches computes in on ``device``
+    (``config.precision``, :func:`~.device.compute_dtype`)."""
+    return compute_dtype(config.precision, torch.device(device))[0]
 
 
 def self_play(config: SelfPlayConfig | None = None, evaluate_fn: EvaluateFn | None = None,

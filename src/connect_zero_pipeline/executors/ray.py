@@ -42,7 +42,7 @@ from ..core.inference import make_evaluate_fn
 from ..core.labelling import solve_chunk
 from ..core.progress import progress_bar
 from ..core.search import compile_backend, network
-from ..core.selfplay import Played, merge_shards, play_games, shard_slots
+from ..core.selfplay import Played, merge_shards, network_dtype, play_games, shard_slots
 from ..core.solver import SolverSpec
 from .ray_cluster import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -101,19 +101,25 @@ class _SelfPlayWorker:
         self.node = node
         self._model = None
         self._weights_id = None
-        self._evaluate = None  # the evaluate_fn of the current weights
+        self._evaluate = None  # the evaluate_fn of the current weights, in its dtype
+        self._dtype = None
 
-    def _evaluate_fn(self, weights_ref: list):
-        """The ``evaluate_fn`` that :func:`~connect_zero_pipeline.core.selfplay.self_play` would build from the model."""
+    def _evaluate_fn(self, weights_ref: list, config: SelfPlayConfig | None = None):
+        """The ``evaluate_fn`` that :func:`~connect_zero_pipeline.core.selfplay.self_play` would
+        build from the model, in ``config``'s precision on this actor's device."""
         import ray  # noqa: PLC0415 (Ray: an optional extra)
 
         ref = weights_ref[0]
-        if self._weights_id != ref.hex():
-            self._model, self._weights_id = from_dict(ray.get(ref), "self-play weights"), ref.hex()
+        dtype = network_dtype(config or SelfPlayConfig(), self.device)
+        if (self._weights_id, self._dtype) != (ref.hex(), dtype):
+            if self._weights_id != ref.hex():
+                self._model = from_dict(ray.get(ref), "self-play weights")
+            self._weights_id, self._dtype = ref.hex(), dtype
             if compile_backend(self.node.compile):  # the network compiled steps call
                 self._evaluate = network(self._model, self.device)
             else:
-                self._evaluate = make_evaluate_fn(self._model, self.device, self.node.backend)
+                self._evaluate = make_evaluate_fn(self._model, self.device, self.node.backend,
+                                                  dtype=dtype)  # fmt: skip
         return self._evaluate
 
     def ready(self, weights_ref: list) -> dict:
@@ -135,7 +141,7 @@ class _SelfPlayWorker:
 
         played = play_games(
             config,
-            self._evaluate_fn(weights_ref),
+            self._evaluate_fn(weights_ref, config),
             generation=generation,
             shard_index=shard_index,
             num_shards=num_shards,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..board import MIN_GAME_PLIES
 from . import check, is_int
 from .search import MCTSConfig
+from .training import PRECISIONS
 
 SEARCH = MCTSConfig(sims=16, dirichlet_eps=0.25, search="gumbel")
 """Self-play's search: 16 simulations of Gumbel search, root noise 0.25 (used by PUCT only);
@@ -46,6 +47,11 @@ class SelfPlayConfig:
     for ``temp_cutoff`` plies, train on the visit distribution; ``gumbel``: play the
     Gumbel-Top-k survivor, train on the improved policy), ``sims`` and the rest. Its
     ``win_decay`` also shapes the ``z`` targets."""
+    precision: str = "float32"
+    """The network's arithmetic in the searches (:data:`~.training.PRECISIONS`): float32
+    (onnxruntime on the CPU), bfloat16 (torch under autocast) or auto (bfloat16 on a CPU
+    with native bfloat16 products, float32 elsewhere). Part of the recipe: bfloat16 picks
+    another move now and then, so the games differ."""
 
     def __post_init__(self):
         for key in ("num_games", "moves_per_gen"):
@@ -58,6 +64,8 @@ class SelfPlayConfig:
               "true or false")  # fmt: skip
         check(is_int(self.seed), "seed", self.seed, "an integer")
         check(isinstance(self.mcts, MCTSConfig), "mcts", self.mcts, "an MCTSConfig")
+        check(self.precision in PRECISIONS, "precision", self.precision,
+              f"one of {', '.join(PRECISIONS)}")  # fmt: skip
         check(self.num_games * games_per_slot(self.moves_per_gen) < 2**31, "num_games",
               self.num_games, f"small enough for int32 game ids with moves_per_gen="
               f"{self.moves_per_gen}")  # fmt: skip

@@ -100,6 +100,10 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         The games table (``docs/architecture.md``) and ``selfplay`` metrics.
     """
     cfg = parse_section("selfplay", params)
+    dtype, precision = compute_dtype(cfg.precision, resolve_device(cfg.node.device))
+    if cfg.node.executor == "ray" and cfg.precision == "auto":
+        precision = "auto: each Ray actor's own CPU or GPU decides"
+    log.info("Generation %d self-play, the network in %s", generation, precision)
     start = time.perf_counter()
     played = play_generation(cfg, model, generation, cfg.node)
     games, seconds = played.table, time.perf_counter() - start
@@ -111,6 +115,7 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         "first_player_score": float(_first_player_score(games)),
         "seconds": seconds,
         "positions_per_s": len(games) / seconds if seconds else 0.0,
+        "bfloat16": float(dtype == torch.bfloat16),
     }
     if compile_backend(cfg.node.compile) is not None:  # compiled: its share of the seconds
         metrics["compile_s"] = played.compile_s
