@@ -329,6 +329,9 @@ def test_the_last_generation_s_stages_are_timed():
     for flag, said in ((1.0, "bfloat16"), (0.0, "float32")):  # the training's arithmetic
         metrics["train.bfloat16"] = flag
         assert time_line(metrics) == f"time: self-play 32 s, training 6 s in {said}, evaluation 4 s"
+    metrics.update({"selfplay.bfloat16": 0.0, "selfplay.compile_s": 25.2})  # self-play's
+    assert time_line(metrics) == ("time: self-play 32 s in float32 (compiling the search 25 s), "
+                                  "training 6 s in float32, evaluation 4 s")  # fmt: skip
 
 
 def test_the_scorecards_line_names_the_generations_scored_in_full():

@@ -9,11 +9,19 @@ network alone (``policy``: the legal argmax) and for Gumbel search at 16 and 64
 simulations: ``agreement`` (the share of positions where both precisions play the same
 move) and ``acc`` per precision (the share of optimal moves, ``solver.acc``'s rule).
 ``--quick``: the first 1,000 positions, the network alone and 16 simulations.
+
+``selfplay_positions_per_s``: the recipe's self-play (:class:`SelfPlayConfig`'s defaults:
+512 slots, Gumbel 16) with the same network, on one thread in this process, its
+``precision`` bfloat16 against float32 (there onnxruntime, the ``auto`` backend's choice on
+a CPU), alternately, best of 3 (``--quick``: 1): the positions searched per second over 16
+env steps (``--quick``: 4) from the empty board.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,10 +31,12 @@ import torch
 
 from ..core.bitboard import State, legal_mask, to_boards
 from ..core.config.search import MCTSConfig
+from ..core.config.selfplay import SelfPlayConfig
 from ..core.device import resolve_device
 from ..core.inference import torch_evaluate_fn
 from ..core.models import build_model
 from ..core.search import search
+from ..core.selfplay import self_play
 from . import figure
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -61,17 +71,19 @@ def shipped_network() -> torch.nn.Module:
     return net
 
 
-def _evaluate_fn(net, device: torch.device, bf16: bool):
-    plain = torch_evaluate_fn(net, device)
-    if not bf16:
-        return plain
-
-    def evaluate_fn(boards):
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            logits, value = plain(boards)
-        return logits.float(), value.float()
-
-    return evaluate_fn
+def selfplay_rates(net, device: torch.device, steps: int, repeats: int) -> dict:
+    """``selfplay_positions_per_s`` (module docstring) for ``steps`` env steps."""
+    best = {"float32": 0.0, "bfloat16": 0.0}
+    base = dataclasses.replace(SelfPlayConfig(), moves_per_gen=steps, finish_games=False)
+    for _ in range(repeats):
+        for precision in best:
+            start = time.perf_counter()
+            self_play(dataclasses.replace(base, precision=precision), model=net, device=device)
+            best[precision] = max(best[precision],
+                                  steps * base.num_games / (time.perf_counter() - start))  # fmt: skip
+    return figure("precision", "selfplay_positions_per_s", best["bfloat16"],
+                  baseline=best["float32"], slots=base.num_games, sims=base.mcts.sims,
+                  steps=steps, threads=1, device=device.type)  # fmt: skip
 
 
 def run(args) -> Iterator[dict]:
@@ -87,7 +99,8 @@ def run(args) -> Iterator[dict]:
                           .fillna(-1e9).to_numpy(), device=device)  # fmt: skip
     best = torch.tensor(table["best_score"].astype("float64").to_numpy(), device=device)
     net = shipped_network().to(device)
-    fns = {bf16: _evaluate_fn(net, device, bf16) for bf16 in (False, True)}
+    fns = {bf16: torch_evaluate_fn(net, device, torch.bfloat16 if bf16 else torch.float32)
+           for bf16 in (False, True)}  # fmt: skip
 
     def optimal(moves: torch.Tensor) -> float:
         return float((scores.gather(1, moves.unsqueeze(1)).squeeze(1) == best).float().mean())
@@ -107,3 +120,4 @@ def run(args) -> Iterator[dict]:
                      **extra)  # fmt: skip
         yield figure("precision", "acc_fp32", optimal(moves[False]), **extra)
         yield figure("precision", "acc_bf16", optimal(moves[True]), **extra)
+    yield selfplay_rates(net, device, steps=4 if quick else 16, repeats=1 if quick else 3)

@@ -299,6 +299,8 @@ TIMES = (
     ("evaluation", "evaluate.seconds"),
 )
 """The stages of a generation the summary times (the compile is part of self-play)."""
+ARITHMETIC = {"self-play": "selfplay.bfloat16", "training": "train.bfloat16"}
+"""The stages whose metrics say whether their network computed in bfloat16 (``precision``)."""
 
 
 def by_ply_line(metrics: dict[str, float]) -> str | None:
@@ -330,8 +332,9 @@ def scorecards_line(config: EvaluateConfig, num_generations: int) -> str:
 
 
 def time_line(metrics: dict[str, float]) -> str | None:
-    """``time: self-play 12 s (compiling the search 3 s), training 20 s in float32, evaluation
-    5 s``: the training's arithmetic too (``train.precision``), where its metrics say it."""
+    """``time: self-play 12 s in float32 (compiling the search 3 s), training 20 s in
+    bfloat16, evaluation 5 s``: the arithmetic of self-play's and training's networks too
+    (their ``precision``), where their metrics say it (:data:`ARITHMETIC`)."""
     have = {label: metrics[key] for label, key in TIMES if key in metrics}
     if not have:
         return None
@@ -341,8 +344,8 @@ def time_line(metrics: dict[str, float]) -> str | None:
             parts[-1] += f" ({label} {seconds:.0f} s)"
         else:
             parts.append(f"{label} {seconds:.0f} s")
-        if label == "training" and "train.bfloat16" in metrics:
-            parts[-1] += " in bfloat16" if metrics["train.bfloat16"] else " in float32"
+        if ARITHMETIC.get(label) in metrics:
+            parts[-1] += " in bfloat16" if metrics[ARITHMETIC[label]] else " in float32"
     return "time: " + ", ".join(parts)
 
 
