@@ -221,15 +221,14 @@ def test_every_node_setting_reaches_the_actors_search(ray_address, tiny_model):
     # error comes back only if both reached the shard's self_play call.
     node = dataclasses.replace(on_ray(address=ray_address, num_shards=1, max_retries=0),
                                backend="onnxruntime", compile="on")  # fmt: skip
-    with (
-        RaySelfPlayPool(tiny_model, node, num_games=TINY.num_games) as pool,
-        pytest.raises(
-            RuntimeError,
-            match=r"compile 'on' runs the network with torch, but "
-            r"backend is 'onnxruntime'",
-        ),  # fmt: skip
-    ):
-        pool.play(TINY, GENERATION)
+    with RaySelfPlayPool(tiny_model, node, num_games=TINY.num_games) as pool:
+        with pytest.raises(RuntimeError, match=r"compile 'on' runs the network with torch, but "
+                                               r"backend is 'onnxruntime'"):  # fmt: skip
+            pool.play(TINY, GENERATION)
+        # The recipe's precision with them: the actor's compiled search refuses bfloat16.
+        with pytest.raises(RuntimeError, match=r"compile 'on' runs the network in float32, but "
+                                               r"precision is 'bfloat16'"):  # fmt: skip
+            pool.play(dataclasses.replace(TINY, precision="bfloat16"), GENERATION)
     # device: an actor with no GPU refuses a node that asks for CUDA, by name.
     node = dataclasses.replace(on_ray(address=ray_address, max_retries=0), device="cuda")
     no_gpu = r"node.device is 'cuda', but this Ray actor has no GPU"

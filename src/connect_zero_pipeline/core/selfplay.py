@@ -242,9 +242,9 @@ def play_games(
     if len(slots) == 0:
         return Played(empty_games_table())
     program = None
-    dtype = network_dtype(cfg, device) if model is not None else torch.float32
+    dtype = network_dtype(cfg, device)  # a given evaluate_fn is the caller's (a Ray actor's)
     if compiler is not None:
-        if dtype != torch.float32:
+        if dtype != torch.float32:  # the compiled steps call a float32 network, given or not
             raise ValueError(f"compile {compile!r} runs the network in float32, but precision "
                              f"is {cfg.precision!r} ({dtype} here): set precision to float32")  # fmt: skip
         if backend not in ("auto", "torch"):

@@ -101,7 +101,8 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
     """
     cfg = parse_section("selfplay", params)
     dtype, precision = compute_dtype(cfg.precision, resolve_device(cfg.node.device))
-    if cfg.node.executor == "ray" and cfg.precision == "auto":
+    decided_here = not (cfg.node.executor == "ray" and cfg.precision == "auto")
+    if not decided_here:
         precision = "auto: each Ray actor's own CPU or GPU decides"
     log.info("Generation %d self-play, the network in %s", generation, precision)
     start = time.perf_counter()
@@ -115,8 +116,9 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
         "first_player_score": float(_first_player_score(games)),
         "seconds": seconds,
         "positions_per_s": len(games) / seconds if seconds else 0.0,
-        "bfloat16": float(dtype == torch.bfloat16),
     }
+    if decided_here:  # else unknown here: the summary then says no precision for self-play
+        metrics["bfloat16"] = float(dtype == torch.bfloat16)
     if compile_backend(cfg.node.compile) is not None:  # compiled: its share of the seconds
         metrics["compile_s"] = played.compile_s
     log.info(
