@@ -192,7 +192,9 @@ def _run(verbose: bool, **kwargs: Any) -> Any:
             result = _kedro_run.callback(**kwargs)
             # The kept self-play workers stop here, where a Ctrl-C is a stop like any other,
             # not at the interpreter's exit, where it was a traceback (or exit status 0).
-            from ..executors.local import close_pools  # noqa: PLC0415 (torch: once a run ran)
+            # Imported here, not at the top: executors.local imports torch (1.6 s), which
+            # every kedro command (--help, a misspelt name) would otherwise pay at start-up.
+            from ..executors.local import close_pools  # noqa: PLC0415 (start-up time)
 
             close_pools()
             return result
