@@ -159,6 +159,7 @@ def _interrupt_at(model_path, check) -> str:
     return output
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(model_file):
     path, _ = model_file
@@ -234,6 +235,7 @@ def test_a_full_game_with_the_raw_policy_as_first_player(model_file):
     assert "X . . . . . ." in proc.stdout or ". . . X . . ." in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_default_model_is_the_latest_catalog_version(kedro_project):
     # Nothing trained yet: the shipped model plays, and says so.
     proc = subprocess.run(PLAY, input="", capture_output=True, text=True, timeout=120)
@@ -269,6 +271,7 @@ def test_the_default_model_is_the_latest_catalog_version(kedro_project):
     assert "ResNet" in proc.stdout  # the newer version (tiny) was loaded, not the mlp
 
 
+@pytest.mark.slow
 def test_any_file_that_is_not_a_model_is_one_line_of_error(tmp_path, model_file, capsys):
     """play --model (and benchmark, through the same resolution) with a text file, an empty
     file, a cut-off .pt, a .onnx that is not ONNX, an empty or cut-off .onnx: exit 2 and
@@ -303,6 +306,7 @@ def test_any_file_that_is_not_a_model_is_one_line_of_error(tmp_path, model_file,
         assert "not a PyTorch checkpoint" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_model_and_bad_moves_are_clear_errors(tmp_path, model_file):
     # A model that is not there: the forms --model takes, each of them.
     missing = tmp_path / "nosuch.onnx"

@@ -146,6 +146,7 @@ def assert_same_games(got: pd.DataFrame, expected: pd.DataFrame) -> None:
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sharded_selfplay_on_ray_equals_local(ray_address, tiny_model, local_table):
     seen = []
     with RaySelfPlayPool(tiny_model, on_ray(address=ray_address), num_games=TINY.num_games) as pool:
@@ -192,6 +193,7 @@ def _crash_once_worker(marker: Path):
     return CrashOnceWorker
 
 
+@pytest.mark.slow
 def test_an_actor_killed_mid_shard_is_restarted_without_lost_or_doubled_rows(
     ray_address, tiny_model, local_table, tmp_path
 ):
@@ -205,6 +207,7 @@ def test_an_actor_killed_mid_shard_is_restarted_without_lost_or_doubled_rows(
     assert_same_games(got, local_table)
 
 
+@pytest.mark.slow
 def test_a_shard_that_keeps_failing_names_the_shard(ray_address, tiny_model, tmp_path):
     options = on_ray(address=ray_address, num_shards=2, max_retries=0)
     with (
@@ -216,6 +219,7 @@ def test_a_shard_that_keeps_failing_names_the_shard(ray_address, tiny_model, tmp
         pool.play(TINY, GENERATION)
 
 
+@pytest.mark.slow
 def test_every_node_setting_reaches_the_actors_search(ray_address, tiny_model):
     # compile and backend together are refused by self_play itself, inside the actor: the
     # error comes back only if both reached the shard's self_play call.
