@@ -19,7 +19,7 @@ with its rule:
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import torch
 
@@ -54,6 +54,13 @@ def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> str | None:
     except OSError:
         return None
     return next((flag for flag in BF16_FLAGS if flag in flags), None)
+
+
+def arithmetic(device_type: str, dtype: torch.dtype) -> AbstractContextManager:
+    """The context a network's products run in for ``dtype`` (:func:`compute_dtype`):
+    ``torch.autocast`` for a lower precision, nothing at all for float32 (autocast refuses
+    devices it has no rules for, ``meta`` among them, even when disabled)."""
+    return torch.autocast(device_type, dtype) if dtype != torch.float32 else nullcontext()
 
 
 def compute_dtype(precision: str, device: torch.device) -> tuple[torch.dtype, str]:

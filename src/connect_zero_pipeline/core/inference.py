@@ -16,7 +16,6 @@ Shapes: B boards, A = 7 columns.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import io
 import logging
@@ -29,7 +28,7 @@ from torch import nn
 
 from .board import HEIGHT, WIDTH
 from .config.search import BACKENDS
-from .device import exporting
+from .device import arithmetic, exporting
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +52,11 @@ def torch_evaluate_fn(model: nn.Module, device: torch.device | str | None = None
         device = next(model.parameters(), torch.empty(0)).device  # no parameters: an OnnxNetwork
     model = model.to(device).eval()
     device = torch.device(device)
-    lower = dtype != torch.float32
 
     def evaluate_fn(boards: torch.Tensor):
         if model.training:  # e.g. a training loop switched it back
             model.eval()
-        # float32: no autocast at all (it refuses some devices, meta among them, either way)
-        cast = torch.autocast(device.type, dtype) if lower else contextlib.nullcontext()
-        with torch.inference_mode(), cast:
+        with torch.inference_mode(), arithmetic(device.type, dtype):
             logits, value = model(boards.to(device))
         return logits.float(), value.float()
 

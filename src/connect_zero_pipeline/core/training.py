@@ -19,7 +19,6 @@ Shapes: N samples, B minibatch, A = 7 columns.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 import math
@@ -34,7 +33,7 @@ from torch import nn
 
 from .bitboard import State, to_boards
 from .config.training import TrainConfig
-from .device import torch_threads
+from .device import arithmetic, torch_threads
 from .progress import progress_bar as _bar
 
 log = logging.getLogger(__name__)
@@ -196,12 +195,7 @@ def train_step(
     Returns ``[4]`` detached ``(loss, policy_loss, value_loss, policy_entropy)`` on the
     device, read by nobody here: the step never waits for the device.
     """
-    mixed = (  # float32 without autocast: it refuses devices it has no rules for (meta)
-        torch.autocast(boards.device.type, dtype=dtype)
-        if dtype != torch.float32
-        else contextlib.nullcontext()
-    )
-    with mixed:
+    with arithmetic(boards.device.type, dtype):
         logits, value = net(boards)
     logits, value = logits.float(), value.float()
     loss, policy_loss, value_loss = alphazero_loss(logits, value, pi, z, config.value_coef)

@@ -101,7 +101,7 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
     """
     cfg = parse_section("selfplay", params)
     dtype, precision = compute_dtype(cfg.precision, resolve_device(cfg.node.device))
-    decided_here = not (cfg.node.executor == "ray" and cfg.precision == "auto")
+    decided_here = cfg.node.executor != "ray" or cfg.precision != "auto"
     if not decided_here:
         precision = "auto: each Ray actor's own CPU or GPU decides"
     log.info("Generation %d self-play, the network in %s", generation, precision)
