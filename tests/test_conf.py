@@ -32,7 +32,7 @@ def _env_file_params(env: str) -> dict:
 
 
 def test_every_env_is_tested():
-    assert {"gpu", "gpu_strong", "reinforce_strong", "ladder_strong"} <= set(ENVS)
+    assert {"bfloat16", "gpu", "gpu_strong", "reinforce_strong", "ladder_strong"} <= set(ENVS)
 
 
 def _drift(conf) -> tuple[list[str], int]:
