@@ -274,10 +274,17 @@ def model_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-FINISHED_RUN = {**TINY_CLI, "alphazero.num_generations": 2, "selfplay.node.workers": 2}
+FINISHED_RUN = {
+    **TINY_CLI,
+    "alphazero.num_generations": 2,
+    "selfplay.node.workers": 2,
+    "selfplay.schedule.2.mcts.sims": 3,
+    "train.schedule.2.buffer_gens": 1,
+}
 """The suite's finished run (conftest's ``finished_run``): conf/tiny, 2 generations, its
 self-play on two worker processes kept between generations (what a killed run leaves behind:
-the extension test kills one; the workers change where games are played, not what)."""
+the extension test kills one; the workers change where games are played, not what), and a
+schedule: generation 2 searches with 3 simulations and trains on its own games alone."""
 FINISHED_LOG = "run.log"
 """The finished run's output (stdout: its summary), beside its project."""
 

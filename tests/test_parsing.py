@@ -17,6 +17,7 @@ PARSERS = {"parse_section", "parse_run_params", "from_params"}
 """The functions that turn a raw mapping into a section's dataclass."""
 ALLOWED = {
     "params/schema.py",  # the parser
+    "params/schedule.py",  # a section's phases, built as the section is (part of its parse)
     "run/context.py",  # the run's plan: once, before anything is written
     "session/project_session.py",  # a session with no run planned (kedro ipython, viz)
     "pipelines/structure.py",  # conf/ outside a session (kedro registry, viz)

@@ -150,6 +150,8 @@ COMMANDS = {
                   "Score an agent on position files against the perfect solver."),
     "curve": ("connect_zero_pipeline.commands.curve:curve",
               "Print a run's learning curve as a Markdown table."),
+    "frontier": ("connect_zero_pipeline.commands.frontier:frontier",
+                 "Strength against wall minutes for every finished run, the frontier marked."),
     "runs": ("connect_zero_pipeline.commands.runs:runs",
              "List the project's runs: id, status, generations, start, error."),
     "solve": ("connect_zero_pipeline.commands.solve:solve",

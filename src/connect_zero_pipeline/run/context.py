@@ -122,7 +122,7 @@ def plan(root: Path, params: dict[str, Any], env: str | None, attempt: str,
     try:
         sections = parse_run_params(params)  # an unknown key or a bad value stops the run here
         resumed, extension = check_resume(root, params, env)
-        spec, window = sections.model, sections.train.buffer_gens - 1
+        spec, window = sections.model, sections.train.at(1).buffer_gens - 1  # generation 1's
         start = start_point(root, spec.start_from, window if spec.start_window else 0,
                             (resumed or {}).get("start_from"), env)  # fmt: skip
         solver_cache = folder_in(root, sections.pons.cache_dir)

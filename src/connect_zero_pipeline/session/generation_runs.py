@@ -48,6 +48,7 @@ from ..common.naming import (
     stage_of,
 )
 from ..core.checkpoint import save_model
+from ..params.schedule import scheduled_params
 from ..run.rules import flatten
 from ..tracking.store import runs_view
 
@@ -243,6 +244,8 @@ class GenerationRunsHook:
         namespace = node.namespace
         _, generation = parse_step(namespace)
         params = {k.split(":", 1)[1]: v for k, v in inputs.items() if k.startswith("params:")}
+        params = {k: scheduled_params(v, generation, k) if isinstance(v, dict) and v.get(
+            "schedule") else v for k, v in params.items()}  # a generation's own values  # fmt: skip
         run_id = self._child(namespace, params)
         for name, value in outputs.items():
             local = name.rsplit(".", 1)[-1]

@@ -81,7 +81,13 @@ def test_two_generations_end_to_end_with_mlflow_children(finished_run, tmp_path,
     assert "solver.acc" in gen1 and not any(k.startswith(("punisher.", "gate.")) for k in gen1)
     assert ("- scorecards: in full at generations 2 (evaluate.full_every 2, and the last); the "
             "others scored the solver set alone") in summary  # fmt: skip
-    assert gen2.data.params["selfplay.mcts.sims"] == str(TINY["selfplay.mcts.sims"])
+    # Each generation's run records the section as that generation ran it (its schedule).
+    assert gen2.data.params["selfplay.mcts.sims"] == str(TINY["selfplay.schedule.2.mcts.sims"])
+    sims = str(TINY["selfplay.mcts.sims"])
+    assert children["gen_001"].data.params["selfplay.mcts.sims"] == sims
+    assert gen2.data.params["train.buffer_gens"] == "1" != children["gen_001"].data.params[
+        "train.buffer_gens"]  # fmt: skip
+    assert gen2.data.metrics["train.window_generations"] == 1.0  # its own games alone
     history = client.get_metric_history(parent.info.run_id, "solver.acc")
     assert sorted(m.step for m in history) == [1, 2]
     # The headline metrics again under headline/: the first chart section of the parent.

@@ -66,6 +66,8 @@ def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str,
         return dataclasses.replace(default, **values) if default is not None else cls(**values)
     except (TypeError, ValueError) as exc:
         message = str(exc).removeprefix(f"{cls.__name__}.")
+        if message.startswith("invalid parameter: "):  # named whole where it was raised
+            raise ValueError(message) from exc
         if message.split(" ", 1)[0] in names:  # "lr must be > 0, got -1" -> "train.lr must ..."
             message = f"{section}.{message}"
         raise ValueError(f"invalid parameter: {message}") from exc
@@ -150,6 +152,8 @@ def _type_name(hint: Any) -> str:
         return "null"
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return "a mapping of keys"
+    if hint is dict or origin is dict:
+        return "a mapping"
     names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
     return names.get(hint, getattr(hint, "__name__", str(hint)))
 

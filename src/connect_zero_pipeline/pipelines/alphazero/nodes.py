@@ -99,7 +99,7 @@ def generate_games(model: nn.Module, params: dict, generation: int) -> tuple[pd.
     Returns:
         The games table (``docs/architecture.md``) and ``selfplay`` metrics.
     """
-    cfg = parse_section("selfplay", params)
+    cfg = parse_section("selfplay", params).at(generation)  # the section's schedule applied
     dtype, precision = compute_dtype(cfg.precision, resolve_device(cfg.node.device))
     decided_here = cfg.node.executor != "ray" or cfg.precision != "auto"
     if not decided_here:
@@ -142,13 +142,14 @@ def train_generation(
     """Train generation ``generation`` of ``num_generations`` on the replay window ``games``.
 
     The window (the last ``buffer_gens`` generations, ``games[-1]`` being this
-    generation's) is wired into the DAG; in the first ``buffer_gens - 1`` generations it
+    generation's, ``buffer_gens`` as the section's schedule has it at this generation) is
+    wired into the DAG; in the first ``buffer_gens - 1`` generations it
     begins with generation 0's games (a start run's window, numbered 0, -1, ...: the rows
     of the generations it still reaches are kept); the step count follows the newest
     generation's size (``samples_per_position``); the cosine learning-rate
     schedule spans the whole run.
     """
-    cfg = parse_section("train", params)
+    cfg = parse_section("train", params).at(generation)  # the section's schedule applied
     first = generation - len(games) + 1  # the window is gen_{first} .. gen_{generation}
     if first == 0:  # generation 0's games: a start run's window (generations <= 0), or none
         oldest = generation - cfg.buffer_gens + 1

@@ -3,7 +3,8 @@ then export.
 
 The loop is unrolled when the registry builds the pipelines (``docs/architecture.md``, "The
 generation loop"), from its shape (:func:`structure`: ``alphazero.num_generations``
-generations, each training on the last ``train.buffer_gens`` generations of games, with a
+generations, each training on the last ``train.buffer_gens`` generations of games (as
+``train.schedule`` has it at that generation), with a
 ``gate`` node on the loop's path when ``evaluate.gating`` is on; read in
 :func:`..structure.reading` of the run's parameters). Generation ``k`` lives in the
 namespace ``gen_{k:03d}`` (:func:`generation_pipeline`, the template):
@@ -31,6 +32,8 @@ are :mod:`.nodes`'.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kedro.pipeline import Node, Pipeline
 
 from ...common.naming import SCORECARD_NODE, generation_name
@@ -50,9 +53,11 @@ from .nodes import (
 )
 
 
-def structure() -> tuple[int, int, bool]:
-    """``(num_generations, buffer_gens, gating)`` of the run being built, validated."""
-    return (section("alphazero").num_generations, section("train").buffer_gens,
+def structure() -> tuple[int, Callable[[int], int], bool]:
+    """``(num_generations, window, gating)`` of the run being built, validated: ``window(k)``
+    is generation ``k``'s ``train.buffer_gens`` (the section's schedule applied)."""
+    train = section("train")
+    return (section("alphazero").num_generations, lambda k: train.at(k).buffer_gens,
             section("evaluate").gating)  # fmt: skip
 
 
@@ -189,9 +194,9 @@ def publish_pipeline(num_generations: int) -> Pipeline:
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    num_generations, buffer_gens, gating = structure()
+    num_generations, window, gating = structure()
     pipe = init_pipeline()
     for k in range(1, num_generations + 1):
-        pipe += generation_pipeline(k, num_generations, buffer_gens, gating)
+        pipe += generation_pipeline(k, num_generations, window(k), gating)
     pipe += report_pipeline(num_generations) + publish_pipeline(num_generations)
     return pipe + create_export()
