@@ -151,7 +151,7 @@ COMMANDS = {
     "curve": ("connect_zero_pipeline.commands.curve:curve",
               "Print a run's learning curve as a Markdown table."),
     "frontier": ("connect_zero_pipeline.commands.frontier:frontier",
-                 "Strength against wall minutes for every finished run, the frontier marked."),
+                 "Every finished run's strength against its wall minutes."),
     "runs": ("connect_zero_pipeline.commands.runs:runs",
              "List the project's runs: id, status, generations, start, error."),
     "solve": ("connect_zero_pipeline.commands.solve:solve",

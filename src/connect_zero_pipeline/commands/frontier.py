@@ -155,7 +155,7 @@ def draw(curves: list[RunCurve], path: Path) -> None:
     from ..pipelines.plots import pyplot  # noqa: PLC0415 (matplotlib: only when drawn)
 
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8 + 0.17 * len(curves)))
     front = sorted((c for c in curves if c.frontier), key=lambda c: c.end[0])
     for curve in curves:
         line = axes[0].plot(curve.minutes, curve.acc, lw=1.2, alpha=0.8,
@@ -177,8 +177,10 @@ def draw(curves: list[RunCurve], path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("wall minutes from the run's start")
         ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    rows = len(labels)
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=1, frameon=False)
+    fig.tight_layout(rect=(0, min(0.5, 0.035 * rows + 0.02), 1, 1))  # the legend below
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -193,9 +195,9 @@ def draw(curves: list[RunCurve], path: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a run (for scripts), in "
               "place of the table.")  # fmt: skip
 def frontier(projects: tuple[Path, ...], out: Path | None, as_json: bool) -> None:
-    """Strength against wall minutes for every finished run, the frontier marked.
+    """Every finished run's strength against its wall minutes.
 
-    A row per finished alphazero run (--out: its curve drawn too)."""
+    A row per finished alphazero run, the frontier marked (--out: the curves drawn too)."""
     if out is not None and out.suffix.lower() != ".png":
         raise click.BadParameter(f"must name a .png file, got {str(out)!r}", param_hint="--out")
     curves = collect([p.resolve() for p in projects])
