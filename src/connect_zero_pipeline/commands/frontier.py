@@ -28,8 +28,12 @@ from typing import Any
 
 import click
 
+from ..common.config_loader import load_parameters
+from ..common.naming import RESUME_KEY
+from ..pipelines.plots import pyplot
 from ..run.manifest import alphazero_runs, read_manifest
 from ..run.outputs import generation_rows
+from ..run.rules import flatten, is_placement
 from .curve import TIMED
 
 ACC, WEAK, OPENING = "solver.acc", "solver.weak_acc", "solver.weak_acc_ply00_06"
@@ -65,30 +69,18 @@ class RunCurve:
                 "frontier": self.frontier}  # fmt: skip
 
 
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix[:-1]: d}
-    out: dict[str, Any] = {}
-    for key, value in d.items():
-        out.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) and value
-                   else {f"{prefix}{key}": value})  # fmt: skip
-    return out
-
-
 def run_label(project: Path, manifest: dict) -> str:
     """``env=<env>`` (``base`` when none) and what the run's parameters change over that
     env's configuration as it is now, where a stage runs (``*.node.*``) left out:
     ``base model.preset=small train.buffer_gens=6``."""
-    from ..common.config_loader import load_parameters  # noqa: PLC0415 (Kedro: when drawn)
-
     env = manifest.get("env")
     try:
-        configured = _flat(load_parameters(Path(project) / "conf", env))
+        configured = flatten(load_parameters(Path(project) / "conf", env))
     except Exception:  # an env removed since: its keys show as changes over base
-        configured = _flat(load_parameters(Path(project) / "conf", None))
-    ran = _flat(manifest.get("params") or {})
+        configured = flatten(load_parameters(Path(project) / "conf", None))
+    ran = flatten(manifest.get("params") or {})
     changed = [f"{k}={ran[k]}" for k in sorted(ran)
-               if ".node." not in f".{k}." and k != "resume" and configured.get(k) != ran[k]]  # fmt: skip
+               if not is_placement(k) and k != RESUME_KEY and configured.get(k) != ran[k]]  # fmt: skip
     shown = changed[:NAMED_CHANGES]
     if len(changed) > NAMED_CHANGES:
         shown.append(f"+{len(changed) - NAMED_CHANGES}")
@@ -152,8 +144,6 @@ def table(curves: list[RunCurve]) -> str:
 
 def draw(curves: list[RunCurve], path: Path) -> None:
     """Both figures against wall minutes in one PNG at ``path``."""
-    from ..pipelines.plots import pyplot  # noqa: PLC0415 (matplotlib: only when drawn)
-
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8 + 0.17 * len(curves)))
     front = sorted((c for c in curves if c.frontier), key=lambda c: c.end[0])

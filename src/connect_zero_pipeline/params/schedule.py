@@ -10,7 +10,7 @@ generation ``k`` on, the keys it names take the values it gives, over the sectio
         25: {mcts: {sims: 64}}     # 25 on: 64
 
 Phases apply in the order of their first generation, each over the section as the ones
-before it left it (:func:`at_generation`). A phase is validated with its section when the
+before it left it (:meth:`Scheduled.at`). A phase is validated with its section when the
 run's parameters are parsed, before any work: a bad key or value is named with its phase
 (``selfplay.schedule.13.mcts.sims``); a phase may not name ``node`` (where a stage runs is not
 the recipe) nor ``schedule``. ``train.buffer_gens`` in a phase widens or narrows the replay
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from ..core.config import from_params, is_int
-
-T = TypeVar("T")
+from ..core.config import from_params, is_int, merged
 
 NOT_SCHEDULED = ("node", "schedule")
 """Keys a phase may not name."""
@@ -59,43 +58,45 @@ def normalise(schedule: Any, section: str) -> dict[int, dict[str, Any]]:
     return dict(sorted(phases.items()))
 
 
-def at_generation(config: T, generation: int, section: str) -> T:
-    """Section ``config`` (one with a ``schedule``) as generation ``generation`` runs it: every
-    phase that starts at or before it applied in order, its ``schedule`` empty.
+@dataclass(frozen=True)
+class Scheduled:
+    """A section with a ``schedule``: the first base of ``selfplay``'s and ``train``'s params,
+    whose ``__post_init__`` runs the section's own checks, then builds every phase."""
 
-    Raises:
-        ValueError: naming ``<section>.schedule.<k>.<key>`` for a bad key or value.
-    """
-    phases = config.schedule
-    now = dataclasses.replace(config, schedule={})
-    for first, phase in phases.items():
-        if first > generation:
-            break
-        now = from_params(type(now), phase, f"{section}.schedule.{first}", now)
-    return now
+    SECTION: ClassVar[str] = ""
+    """The section's name, in the messages."""
 
+    schedule: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """From generation ``k`` on, the keys a phase names take its values (``{13: {...}}``;
+    :mod:`.schedule`): the recipe along the run. Empty: every generation runs the section."""
 
-def check_phases(config: Any, section: str) -> None:
-    """Build ``config`` at every phase of its schedule (its ``__post_init__`` calls this once
-    the schedule is normalised): every phase's keys and values are checked at the start."""
-    for first in config.schedule:
-        at_generation(config, first, section)
+    def __post_init__(self):
+        super().__post_init__()  # the section's own checks
+        object.__setattr__(self, "schedule", normalise(self.schedule, self.SECTION))
+        for first in self.schedule:  # every phase built, so checked, at the run's start
+            self.at(first)
 
+    def at(self, generation: int) -> Scheduled:
+        """The section as generation ``generation`` runs it: every phase that starts at or
+        before it applied in order, its ``schedule`` empty.
 
-def _deep(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        nested = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
-        out[key] = _deep(out[key], value) if nested else value
-    return out
+        Raises:
+            ValueError: naming ``<section>.schedule.<k>.<key>`` for a bad key or value.
+        """
+        now = dataclasses.replace(self, schedule={})
+        for first, phase in self.schedule.items():
+            if first > generation:
+                break
+            now = from_params(type(now), phase, f"{self.SECTION}.schedule.{first}", now)
+        return now
 
 
 def scheduled_params(params: Mapping[str, Any], generation: int, section: str) -> dict[str, Any]:
     """A section's parameter mapping as generation ``generation`` runs it, its schedule left
-    out: what that generation's MLflow run records (:func:`at_generation` builds the same
+    out: what that generation's MLflow run records (:meth:`Scheduled.at` builds the same
     values into the section's config)."""
     plain = {k: v for k, v in params.items() if k != "schedule"}
     for first, phase in normalise(params.get("schedule") or {}, section).items():
         if first <= generation:
-            plain = _deep(plain, phase)
+            plain = merged(plain, phase)
     return plain

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..common.errors import RunRefused
 from ..common.naming import GENERATION, RESUME_KEY, parse_step, pipeline_names
+from ..core.config import merged
 from .liveness import run_status
 from .manifest import RUN_ID, manifest_path, read_manifest
 
@@ -98,15 +99,6 @@ def parameter_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list
     ]
 
 
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            value = _merged(out[key], value)
-        out[key] = value
-    return out
-
-
 def resume_arguments(root: Path, params: dict[str, Any], env: str | None):
     """A resume's ``--params`` and ``--env`` as ``kedro run`` should take them: the run's
     recorded parameters with the user's over them, and its recorded env when none is given.
@@ -122,7 +114,7 @@ def resume_arguments(root: Path, params: dict[str, Any], env: str | None):
         return params, env
     manifest = json.loads(path.read_text())
     recorded = {k: v for k, v in (manifest.get("params") or {}).items() if k != RESUME_KEY}
-    return _merged(recorded, params), env or manifest.get("env")
+    return merged(recorded, params), env or manifest.get("env")
 
 
 def check_resume(root: Path, params: dict[str, Any], env: str | None):

@@ -73,6 +73,15 @@ def from_params(cls: type[T], params: Mapping[str, Any] | None, section: str,
         raise ValueError(f"invalid parameter: {message}") from exc
 
 
+def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameter mapping ``over`` merged into ``base`` key by key (nested mappings too)."""
+    out = dict(base)
+    for key, value in over.items():
+        nested = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merged(out[key], value) if nested else value
+    return out
+
+
 def field_default(cls: type, name: str) -> Any:
     """The default value of field ``name`` of dataclass ``cls`` (``MISSING`` if none)."""
     for f in dataclasses.fields(cls):
