@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from ..core.config import from_params, is_int, merged
 
@@ -63,8 +63,7 @@ class Scheduled:
     """A section with a ``schedule``: the first base of ``selfplay``'s and ``train``'s params,
     whose ``__post_init__`` runs the section's own checks, then builds every phase."""
 
-    SECTION: ClassVar[str] = ""
-    """The section's name, in the messages."""
+    SECTION = ""  # the section's name, in the messages (no annotation: not a field)
 
     schedule: dict[int, dict[str, Any]] = field(default_factory=dict)
     """From generation ``k`` on, the keys a phase names take its values (``{13: {...}}``;
